@@ -1,0 +1,145 @@
+"""The ``specreason`` command: fetch models, serve a profile, run the demo.
+
+Errors the user can fix print one line (``error: ...``) and exit with status 2; Ctrl-C exits
+with 130 after stopping every server this command started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from types import FrameType
+
+from .catalog import CATALOG
+from .errors import SpecReasonError
+
+DEFAULT_QUESTION = (
+    "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips "
+    "in May. How many clips did Natalia sell altogether in April and May?"
+)
+
+
+def _add_server_flags(p: argparse.ArgumentParser, default_profile: str) -> None:
+    p.add_argument("--profile", default=default_profile,
+                   help=f"serve profile name or TOML path (default: {default_profile})")
+    p.add_argument("--variant", help="profile variant (e.g. sd, ngram, eagle3)")
+    p.add_argument("--draft-url", help="use this running draft server (OpenAI base URL)")
+    p.add_argument("--base-url", help="use this running base server (OpenAI base URL)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``specreason``."""
+    parser = argparse.ArgumentParser(prog="specreason", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    models = sub.add_parser("models", help="fetch and list the pinned models")
+    msub = models.add_subparsers(dest="models_command", required=True)
+    fetch_p = msub.add_parser("fetch", help="download, verify and convert models")
+    fetch_p.add_argument("names", nargs="*", help=f"models (default: all): {', '.join(CATALOG)}")
+    fetch_p.add_argument("--quiet", action="store_true")
+    msub.add_parser("list", help="list the catalog and what is fetched")
+
+    serve = sub.add_parser("serve", help="start a profile's draft and base vLLM servers")
+    serve.add_argument("--profile", required=True, help="profile name or TOML path")
+    serve.add_argument("--variant", help="profile variant (e.g. sd, ngram, eagle3)")
+    serve.add_argument("--only", choices=["draft", "base"], help="start one server only")
+    serve.add_argument("--draft-model", help="override the draft model (catalog name, folder, id)")
+    serve.add_argument("--base-model", help="override the base model")
+    serve.add_argument("--draft-port", type=int)
+    serve.add_argument("--base-port", type=int)
+    serve.add_argument("--host", help="listen address (0.0.0.0 for multi-node)")
+    serve.add_argument("--draft-arg", action="append", default=[],
+                       help="extra vLLM flag for the draft server (repeatable)")
+    serve.add_argument("--base-arg", action="append", default=[],
+                       help="extra vLLM flag for the base server (repeatable)")
+    serve.add_argument("--log-dir", help="where server logs go")
+    serve.add_argument("--list", action="store_true", help="list profiles and exit")
+
+    demo = sub.add_parser("demo", help="answer one question with SpecReason and the base alone")
+    _add_server_flags(demo, "cpu")
+    demo.add_argument("--question", default=DEFAULT_QUESTION)
+    demo.add_argument("--threshold", type=float, default=7.0)
+    demo.add_argument("--budget", type=int, default=1024)
+    demo.add_argument("--temperature", type=float, default=0.0)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``specreason`` console script."""
+    args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        if args.command == "models":
+            return _models(args)
+        if args.command == "serve":
+            return _serve(args)
+        if args.command == "demo":
+            from .demo import run_demo
+
+            return asyncio.run(run_demo(args))
+    except SpecReasonError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; servers stopped", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _models(args: argparse.Namespace) -> int:
+    from .fetch import fetch, is_fetched, model_dir
+
+    if args.models_command == "list":
+        for name, spec in CATALOG.items():
+            state = "fetched" if is_fetched(name) else "not fetched"
+            print(f"{name:<22} {spec.title:<40} {state:<12} {model_dir(name)}")
+        return 0
+    names = args.names or list(CATALOG)
+    for name in names:
+        if name not in CATALOG:
+            fetch(name)  # raises the one-line unknown-model error
+    for name in names:
+        path = fetch(name, quiet=args.quiet)
+        print(f"{name}: {path}", flush=True)
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .serving.launcher import Launcher
+    from .serving.profiles import list_profiles, load_profile
+
+    if args.list:
+        for name in list_profiles():
+            profile = load_profile(name)
+            variants = f" (variants: {', '.join(profile.variants)})" if profile.variants else ""
+            print(f"{name:<10} {profile.description}{variants}")
+        return 0
+    profile = load_profile(
+        args.profile, variant=args.variant, draft_model=args.draft_model,
+        base_model=args.base_model, draft_port=args.draft_port, base_port=args.base_port,
+        host=args.host, extra_args={"draft": args.draft_arg, "base": args.base_arg},
+    )
+    roles = (args.only,) if args.only else ("draft", "base")
+    from pathlib import Path
+
+    launcher = Launcher(profile, roles=roles, echo=True,
+                        log_dir=Path(args.log_dir) if args.log_dir else None)
+    print(f"starting {profile.name}{'/' + profile.variant if profile.variant else ''}: "
+          f"{profile.description} (logs: {launcher.log_dir})", file=sys.stderr, flush=True)
+    with launcher:
+        print("servers ready; Ctrl-C stops them", file=sys.stderr, flush=True)
+        while True:
+            launcher.raise_if_dead()
+            time.sleep(1.0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

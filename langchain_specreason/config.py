@@ -1,0 +1,74 @@
+"""The SpecReason knobs, validated once. Names match the paper's reference code where it has one."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from .errors import ConfigError
+
+ScoreMethod = Literal["greedy", "average"]
+
+
+@dataclass(frozen=True)
+class SpecReasonConfig:
+    """Settings of one SpecReason run (see :mod:`langchain_specreason.state` for the terms)."""
+
+    threshold: float = 7.0
+    """Keep a draft step when its score is at least this. 0 keeps every draft step; 10 (above
+    the highest score, 9) rewrites every step."""
+    score_method: ScoreMethod = "greedy"
+    """``greedy``: the judge's sampled digit (a non-digit counts 0). ``average``: the
+    probability-weighted mean of the digits among the top logprobs, renormalised."""
+    budget: int = 8192
+    """Token budget: the trace stops once the kept steps hold this many tokens."""
+    step_max_tokens: int = 512
+    """Cap on the tokens of one step."""
+    first_n_base_steps: int = 0
+    """The base model writes the first n steps itself, without drafting."""
+    delimiter: str = "\n\n"
+    """Text that ends a step."""
+    temperature: float = 0.6
+    """Sampling temperature of draft and rewritten steps (the judge is greedy)."""
+    top_p: float = 0.95
+    """Nucleus sampling of draft and rewritten steps."""
+    seed: int | None = None
+    """Sampling seed sent to both servers (``None``: the servers' default)."""
+    repeat_window: int = 8
+    """Stop when a new step repeats any of the last ``repeat_window`` kept steps (0: never)."""
+    answer_by: Literal["base", "draft"] = "base"
+    """Which model writes the final answer after the thinking."""
+    answer_max_tokens: int = 1024
+    """Cap on the tokens of the final answer."""
+    judge_top_logprobs: int = 10
+    """How many top logprobs the judge asks for (``average`` scoring uses them)."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.threshold <= 10:
+            raise ConfigError(
+                f"threshold must be between 0 (keep every draft) and 10 (rewrite every step), "
+                f"got {self.threshold}"
+            )
+        if self.score_method not in ("greedy", "average"):
+            raise ConfigError(f"score_method must be 'greedy' or 'average', "
+                              f"got {self.score_method!r}")
+        for name in ("budget", "step_max_tokens", "answer_max_tokens", "judge_top_logprobs"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        for name in ("first_n_base_steps", "repeat_window"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
+        if not self.delimiter:
+            raise ConfigError("delimiter must be a non-empty string")
+        if not 0 <= self.temperature <= 2:
+            raise ConfigError(f"temperature must be in [0, 2], got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.answer_by not in ("base", "draft"):
+            raise ConfigError(f"answer_by must be 'base' or 'draft', got {self.answer_by!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain dict of the settings (for run metadata and results files)."""
+        return asdict(self)

@@ -1,0 +1,299 @@
+"""Endpoints: where a model is served. The graph talks to the :class:`Endpoint` protocol only.
+
+:class:`OpenAIEndpoint` is an OpenAI-compatible server (vLLM) reached through ``openai.AsyncOpenAI``.
+Transient failures (connection errors, timeouts, 408, 429, 5xx) are retried with tenacity,
+with exponential back-off and a bounded number of attempts; then an :class:`EndpointError`
+naming the endpoint is raised. Other errors are not retried: a prompt that does not fit the
+context window becomes :class:`ContextLengthError`, anything else an :class:`EndpointError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import weakref
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import openai
+from pydantic import SecretStr
+from tenacity import (
+    AsyncRetrying,
+    RetryError,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
+
+from .errors import ContextLengthError, EndpointError
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One chat-completions call. ``continue_final`` continues the last assistant message."""
+
+    messages: list[dict[str, Any]]
+    max_tokens: int
+    continue_final: bool = False
+    stop: list[str] | None = None
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+    top_logprobs: int | None = None
+    """Ask for the top-k logprobs of each generated token."""
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: Any = None
+
+
+@dataclass
+class Completion:
+    """What a call produced, with the server's own accounting."""
+
+    text: str
+    finish_reason: str | None = None
+    """``stop`` (a stop string or end of message) or ``length`` (``max_tokens`` reached)."""
+    stop_reason: str | int | None = None
+    """vLLM: the stop string that matched; ``None`` when the model ended its message."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int | None = None
+    """Prompt tokens served from the server's prefix cache (``--enable-prompt-tokens-details``)."""
+    top_logprobs: list[tuple[str, float]] = field(default_factory=list)
+    """Top logprobs of the first generated token, as ``(token, logprob)``."""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+    """Wall time of the call, retries included."""
+
+
+@runtime_checkable
+class Endpoint(Protocol):
+    """A served model that can complete a chat, whole or streamed."""
+
+    name: str
+    """Short label used in errors, stats and traces (``draft``, ``base``)."""
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        """Run ``request`` and return the whole completion."""
+        ...
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[Completion]:
+        """Run ``request`` streamed: text deltas, the last item carrying finish and usage."""
+        ...
+
+
+_RETRY_STATUS = {408, 429}
+
+
+def _is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, openai.APIConnectionError | openai.APITimeoutError):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in _RETRY_STATUS or exc.status_code >= 500
+    return False
+
+
+def _is_context_error(exc: openai.APIStatusError) -> bool:
+    text = str(exc).lower()
+    return exc.status_code == 400 and any(
+        key in text for key in ("maximum context length", "max_model_len", "context length",
+                                "too long", "max_tokens' is too large")
+    )
+
+
+class OpenAIEndpoint:
+    """An OpenAI-compatible server (vLLM) with bounded retries on transient errors.
+
+    Example::
+
+        base = OpenAIEndpoint("http://127.0.0.1:8102/v1", name="base")
+        done = await base.complete(ChatRequest([{"role": "user", "content": "2+2?"}], 8))
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str | None = None,
+        api_key: SecretStr | str | None = None,
+        name: str = "endpoint",
+        timeout: float = 600.0,
+        max_retries: int = 2,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        """Served model name; ``None``: the one model the server lists at ``/v1/models``."""
+        key = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key or "EMPTY")
+        self._api_key = key
+        self.name = name
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI]
+        self._clients = weakref.WeakKeyDictionary()
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"OpenAIEndpoint({self.base_url!r}, name={self.name!r}, model={self.model!r})"
+
+    @property
+    def client(self) -> openai.AsyncOpenAI:
+        """The SDK client of the running event loop (httpx pools are bound to one loop)."""
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = openai.AsyncOpenAI(
+                base_url=self.base_url, api_key=self._api_key.get_secret_value(),
+                timeout=self.timeout, max_retries=0,
+            )
+            self._clients[loop] = client
+        return client
+
+    async def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            async for attempt in AsyncRetrying(
+                retry=retry_if_exception(_is_transient),
+                stop=stop_after_attempt(self.max_retries + 1),
+                wait=wait_exponential_jitter(initial=0.5, max=8.0),
+                reraise=True,
+            ):
+                with attempt:
+                    return await fn(*args, **kwargs)
+        except openai.APIStatusError as exc:
+            if _is_context_error(exc):
+                raise ContextLengthError(self.name, self.base_url, _message(exc)) from exc
+            if _is_transient(exc):
+                raise EndpointError(
+                    self.name, self.base_url,
+                    f"HTTP {exc.status_code} after {self.max_retries + 1} attempts: "
+                    f"{_message(exc)}",
+                ) from exc
+            raise EndpointError(self.name, self.base_url,
+                                f"HTTP {exc.status_code}: {_message(exc)}") from exc
+        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+            raise EndpointError(
+                self.name, self.base_url,
+                f"unreachable after {self.max_retries + 1} attempts ({type(exc).__name__}); "
+                f"is the server running?",
+            ) from exc
+        except RetryError as exc:  # pragma: no cover - reraise=True makes this unreachable
+            raise EndpointError(self.name, self.base_url, str(exc)) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def model_name(self) -> str:
+        """The served model name, discovered from ``/v1/models`` when not given."""
+        if self.model is None:
+            page = await self._call(self.client.models.list)
+            ids = [m.id for m in page.data]
+            if not ids:
+                raise EndpointError(self.name, self.base_url, "the server lists no model")
+            self.model = ids[0]
+        return self.model
+
+    async def max_model_len(self) -> int | None:
+        """The server's context window, when it reports one (vLLM does)."""
+        page = await self._call(self.client.models.list)
+        for model in page.data:
+            if self.model in (None, model.id):
+                value = (model.model_extra or {}).get("max_model_len")
+                return int(value) if value else None
+        return None
+
+    async def _kwargs(self, request: ChatRequest) -> dict[str, Any]:
+        extra: dict[str, Any] = {}
+        if request.continue_final:
+            extra.update(continue_final_message=True, add_generation_prompt=False)
+        kwargs: dict[str, Any] = dict(
+            model=await self.model_name(),
+            messages=request.messages,
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+            top_p=request.top_p,
+            extra_body=extra,
+        )
+        if request.stop:
+            kwargs["stop"] = request.stop
+        if request.seed is not None:
+            kwargs["seed"] = request.seed
+        if request.top_logprobs:
+            kwargs.update(logprobs=True, top_logprobs=request.top_logprobs)
+        if request.tools:
+            kwargs["tools"] = request.tools
+            if request.tool_choice is not None:
+                kwargs["tool_choice"] = request.tool_choice
+        return kwargs
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        """Run ``request`` and return the whole completion."""
+        kwargs = await self._kwargs(request)
+        start = time.perf_counter()
+        resp = await self._call(self.client.chat.completions.create, **kwargs)
+        seconds = time.perf_counter() - start
+        if not resp.choices:
+            raise EndpointError(self.name, self.base_url, "the server returned no choice")
+        choice = resp.choices[0]
+        out = Completion(
+            text=choice.message.content or "",
+            finish_reason=choice.finish_reason,
+            stop_reason=(choice.model_extra or {}).get("stop_reason"),
+            seconds=seconds,
+            tool_calls=[tc.model_dump() for tc in (choice.message.tool_calls or [])],
+        )
+        _add_usage(out, resp.usage)
+        content = choice.logprobs.content if choice.logprobs else None
+        if content:
+            out.top_logprobs = [(t.token, t.logprob) for t in content[0].top_logprobs]
+        return out
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Completion]:
+        """Run ``request`` streamed; the final item has no text but the finish and usage."""
+        kwargs = await self._kwargs(request)
+        kwargs["stream"] = True
+        kwargs["stream_options"] = {"include_usage": True}
+        start = time.perf_counter()
+        stream = await self._call(self.client.chat.completions.create, **kwargs)
+        final = Completion(text="")
+        tool_parts: dict[int, dict[str, Any]] = {}
+        try:
+            async for chunk in stream:
+                if chunk.usage is not None:
+                    _add_usage(final, chunk.usage)
+                for choice in chunk.choices:
+                    if choice.delta.content:
+                        yield Completion(text=choice.delta.content)
+                    for tc in choice.delta.tool_calls or []:
+                        part = tool_parts.setdefault(
+                            tc.index, {"id": None, "type": "function",
+                                       "function": {"name": "", "arguments": ""}})
+                        if tc.id:
+                            part["id"] = tc.id
+                        if tc.function and tc.function.name:
+                            part["function"]["name"] += tc.function.name
+                        if tc.function and tc.function.arguments:
+                            part["function"]["arguments"] += tc.function.arguments
+                    if choice.finish_reason:
+                        final.finish_reason = choice.finish_reason
+                        final.stop_reason = (choice.model_extra or {}).get("stop_reason")
+        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+            raise EndpointError(self.name, self.base_url,
+                                f"stream broke off ({type(exc).__name__})") from exc
+        final.tool_calls = [tool_parts[i] for i in sorted(tool_parts)]
+        final.seconds = time.perf_counter() - start
+        yield final
+
+
+def _add_usage(out: Completion, usage: Any) -> None:
+    if usage is None:
+        return
+    out.prompt_tokens = usage.prompt_tokens or 0
+    out.completion_tokens = usage.completion_tokens or 0
+    details = getattr(usage, "prompt_tokens_details", None)
+    if details is not None and getattr(details, "cached_tokens", None) is not None:
+        out.cached_tokens = details.cached_tokens
+
+
+def _message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        msg = body.get("message") or (body.get("error") or {}).get("message")
+        if msg:
+            return str(msg).splitlines()[0][:300]
+    return str(exc).splitlines()[0][:300]

@@ -1,0 +1,67 @@
+"""Typed errors. Every error a user can cause or fix derives from :class:`SpecReasonError`.
+
+Each message is one line that says what went wrong and what to do about it; the CLI prints
+``error: <message>`` and exits non-zero instead of showing a traceback.
+"""
+
+from __future__ import annotations
+
+
+class SpecReasonError(Exception):
+    """Base class of every error raised on purpose by this package."""
+
+
+class ConfigError(SpecReasonError, ValueError):
+    """A setting is out of range or inconsistent (threshold, budget, profile, flags)."""
+
+
+class InputError(SpecReasonError, ValueError):
+    """The input cannot be answered (for example an empty conversation)."""
+
+
+class EndpointError(SpecReasonError):
+    """A server call failed after bounded retries. Names the endpoint and its URL."""
+
+    def __init__(self, endpoint: str, url: str, reason: str) -> None:
+        self.endpoint = endpoint
+        self.url = url
+        self.reason = reason
+        super().__init__(f"{endpoint} endpoint at {url}: {reason}")
+
+
+class ContextLengthError(EndpointError, InputError):
+    """The prompt does not fit the server's context window (``max_model_len``)."""
+
+
+class ModelFetchError(SpecReasonError):
+    """Fetching or converting a model failed (network, disk, unknown name)."""
+
+
+class HashMismatchError(ModelFetchError):
+    """A downloaded wheel or an assembled model file does not match its pinned sha256."""
+
+
+class ServeError(SpecReasonError):
+    """Starting vLLM servers failed (unknown profile, port in use, a server died)."""
+
+
+class PortInUseError(ServeError):
+    """The port a server should listen on is already taken."""
+
+
+class ServerDiedError(ServeError):
+    """A server process exited before it became healthy. The message quotes its log."""
+
+
+__all__ = [
+    "ConfigError",
+    "ContextLengthError",
+    "EndpointError",
+    "HashMismatchError",
+    "InputError",
+    "ModelFetchError",
+    "PortInUseError",
+    "ServeError",
+    "ServerDiedError",
+    "SpecReasonError",
+]

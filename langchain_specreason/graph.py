@@ -1,0 +1,294 @@
+"""The SpecReason algorithm as a LangGraph state graph. This is the only implementation.
+
+::
+
+    START -> start -> draft -> judge -> accept -----> draft | regenerate | answer -> END
+                        |         \\-> regenerate --/
+                        \\-(blank draft)-> regenerate
+
+* ``start`` checks the conversation and resets the per-run fields;
+* ``draft``: the draft model writes the next step (stops at the delimiter);
+* ``judge``: the judge scores it (:mod:`~.judges`);
+* ``accept`` keeps the draft step; ``regenerate``: the base model writes the step itself
+  (also for the first ``first_n_base_steps`` steps, which are never drafted);
+* after a kept step the stop rules run (:func:`apply_step`): end of message, end of thinking,
+  a step repeating a recent one, or the budget spent; then ``answer`` writes the final answer
+  (streamed by the base model, or by the draft with ``answer_by="draft"``).
+
+Every node writes events to LangGraph's ``custom`` stream (``drafted``, ``scored``, ``step``,
+``answer_delta``, ``done``) so a UI can show the trace live. Node updates are checkpointed
+after each step: with a checkpointer, an interrupted thread resumes from its last completed
+node with ``graph.ainvoke(None, config)``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_stream_writer
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Checkpointer
+
+from .config import SpecReasonConfig
+from .endpoint import ChatRequest, Completion, Endpoint
+from .formats import PromptFormat, continue_messages, get_format, to_openai_messages
+from .judges import BaseModelJudge, Judge
+from .state import PendingStep, SpecReasonState, StepRecord
+
+NODES = ("start", "draft", "judge", "accept", "regenerate", "answer")
+"""The graph's node names. Stable: traces, tests and UIs refer to them."""
+
+_SPACES = re.compile(r"\s+")
+
+
+def step_finish(done: Completion, delimiter: str, thinking_end: str | None) -> tuple[str, str]:
+    """``(text, finish)`` of a step completion; the delimiter is put back on the text."""
+    if done.finish_reason == "length":
+        return done.text, "length"
+    if done.stop_reason == delimiter:
+        return done.text + delimiter, "delimiter"
+    if thinking_end is not None and done.stop_reason == thinking_end:
+        return done.text, "thinking_end"
+    return done.text, "end"
+
+
+def apply_step(state: SpecReasonState, record: StepRecord, config: SpecReasonConfig) -> dict[str, Any]:
+    """State update for a step about to be kept: append it, then apply the stop rules.
+
+    A step repeating one of the last ``repeat_window`` kept steps (whitespace-insensitive) is
+    dropped and stops the trace: a loop, even a cycle of several steps, would otherwise run to
+    the budget.
+    """
+    steps = list(state.get("steps") or [])
+    norm = _SPACES.sub(" ", record["text"]).strip()
+    if config.repeat_window and norm:
+        recent = {_SPACES.sub(" ", s["text"]).strip() for s in steps[-config.repeat_window:]}
+        if norm in recent:
+            return {"pending": None, "stop": "repeat", "repeats": state.get("repeats", 0) + 1}
+    used = state.get("tokens_used", 0) + record["tokens"]
+    stop: str | None = None
+    if record["finish"] in ("end", "thinking_end"):
+        stop = record["finish"]
+    elif used >= config.budget:
+        stop = "budget"
+    return {"steps": [*steps, record], "tokens_used": used, "pending": None, "stop": stop}
+
+
+def next_node(state: SpecReasonState, config: SpecReasonConfig) -> str:
+    """Where to go after a step is kept (or at the start)."""
+    if state.get("stop"):
+        return "answer"
+    if len(state.get("steps") or []) < config.first_n_base_steps:
+        return "regenerate"
+    return "draft"
+
+
+def _step_texts(state: SpecReasonState) -> list[str]:
+    return [s["text"] for s in state.get("steps") or []]
+
+
+def create_specreason_graph(
+    draft: Endpoint,
+    base: Endpoint,
+    *,
+    judge: Judge | None = None,
+    config: SpecReasonConfig | None = None,
+    family: str | PromptFormat = "instruct",
+    checkpointer: Checkpointer = None,
+    name: str | None = "specreason",
+) -> Any:
+    """Build the SpecReason graph over a draft and a base endpoint.
+
+    Args:
+        draft: the small model's endpoint (writes draft steps).
+        base: the big model's endpoint (judges, rewrites, answers).
+        judge: decides whether a draft step is kept; default :class:`BaseModelJudge` with the
+            config's threshold and score method.
+        config: the knobs (:class:`SpecReasonConfig`).
+        family: prompt family of the pair (``"instruct"``, ``"think"``, or a
+            :class:`~.formats.PromptFormat`).
+        checkpointer: any LangGraph checkpointer, to resume interrupted runs.
+        name: the graph's name in traces.
+
+    Returns:
+        A compiled LangGraph graph. Input ``{"messages": [...]}``; output state has ``steps``,
+        ``answer``, ``stop`` and the conversation with the answer appended.
+
+    Example::
+
+        graph = create_specreason_graph(OpenAIEndpoint(draft_url, name="draft"),
+                                        OpenAIEndpoint(base_url, name="base"))
+        out = await graph.ainvoke({"messages": [("user", "What is 12*7?")]})
+        print(out["answer"])
+    """
+    cfg = config or SpecReasonConfig()
+    fmt = get_format(family)
+    the_judge: Judge = judge or BaseModelJudge(
+        base, fmt, threshold=cfg.threshold, method=cfg.score_method,
+        top_logprobs=cfg.judge_top_logprobs,
+    )
+    stops = [cfg.delimiter] + ([fmt.thinking_end] if fmt.thinking_end else [])
+
+    def step_request(state: SpecReasonState) -> ChatRequest:
+        messages, cont = continue_messages(
+            to_openai_messages(state["messages"]), fmt, _step_texts(state))
+        room = cfg.budget - state.get("tokens_used", 0)
+        return ChatRequest(
+            messages=messages, max_tokens=max(1, min(cfg.step_max_tokens, room)),
+            continue_final=cont, stop=stops, temperature=cfg.temperature, top_p=cfg.top_p,
+            seed=cfg.seed,
+        )
+
+    async def start(state: SpecReasonState) -> dict[str, Any]:
+        to_openai_messages(state.get("messages") or [])  # raises InputError when unusable
+        return {"steps": [], "pending": None, "tokens_used": 0, "repeats": 0, "stop": None,
+                "answer": "", "answer_tokens": 0, "answer_s": 0.0, "answer_prompt_tokens": 0}
+
+    async def draft_node(state: SpecReasonState) -> dict[str, Any]:
+        done = await draft.complete(step_request(state))
+        text, finish = step_finish(done, cfg.delimiter, fmt.thinking_end)
+        index = len(state.get("steps") or [])
+        get_stream_writer()({"type": "drafted", "step": index, "text": text,
+                             "tokens": done.completion_tokens, "seconds": done.seconds})
+        pending: PendingStep = {
+            "text": text, "finish": finish, "tokens": done.completion_tokens,
+            "draft_s": done.seconds, "score": None, "accept": None, "judge_s": 0.0,
+            "judge_prompt_tokens": 0, "judge_cached_tokens": None,
+        }
+        return {"pending": pending}
+
+    async def judge_node(state: SpecReasonState) -> dict[str, Any]:
+        pending = state["pending"]
+        assert pending is not None
+        verdict = await the_judge.judge(
+            to_openai_messages(state["messages"]), _step_texts(state), pending["text"])
+        get_stream_writer()({"type": "scored", "step": len(state.get("steps") or []),
+                             "score": verdict.score, "accepted": verdict.accept,
+                             "seconds": verdict.seconds})
+        return {"pending": {**pending, "score": verdict.score, "accept": verdict.accept,
+                            "judge_s": verdict.seconds,
+                            "judge_prompt_tokens": verdict.prompt_tokens,
+                            "judge_cached_tokens": verdict.cached_tokens}}
+
+    async def accept(state: SpecReasonState) -> dict[str, Any]:
+        pending = state["pending"]
+        assert pending is not None
+        record: StepRecord = {
+            "index": len(state.get("steps") or []), "text": pending["text"], "author": "draft",
+            "decision": "kept", "score": pending["score"], "draft_text": None,
+            "tokens": pending["tokens"], "draft_tokens": pending["tokens"], "base_tokens": 0,
+            "draft_s": pending["draft_s"], "judge_s": pending["judge_s"], "regen_s": 0.0,
+            "judge_prompt_tokens": pending["judge_prompt_tokens"],
+            "judge_cached_tokens": pending["judge_cached_tokens"], "finish": pending["finish"],
+        }
+        return _keep(state, record)
+
+    async def regenerate(state: SpecReasonState) -> dict[str, Any]:
+        pending = state.get("pending")
+        done = await base.complete(step_request(state))
+        text, finish = step_finish(done, cfg.delimiter, fmt.thinking_end)
+        record: StepRecord = {
+            "index": len(state.get("steps") or []), "text": text, "author": "base",
+            "decision": "rewritten" if pending else "base",
+            "score": pending["score"] if pending else None,
+            "draft_text": pending["text"] if pending else None,
+            "tokens": done.completion_tokens,
+            "draft_tokens": pending["tokens"] if pending else 0,
+            "base_tokens": done.completion_tokens,
+            "draft_s": pending["draft_s"] if pending else 0.0,
+            "judge_s": pending["judge_s"] if pending else 0.0, "regen_s": done.seconds,
+            "judge_prompt_tokens": pending["judge_prompt_tokens"] if pending else 0,
+            "judge_cached_tokens": pending["judge_cached_tokens"] if pending else None,
+            "finish": finish,
+        }
+        return _keep(state, record)
+
+    def _keep(state: SpecReasonState, record: StepRecord) -> dict[str, Any]:
+        update = apply_step(state, record, cfg)
+        writer = get_stream_writer()
+        if update.get("stop") != "repeat":
+            writer({"type": "step", "step": record["index"], "decision": record["decision"],
+                    "author": record["author"], "text": record["text"],
+                    "score": record["score"], "tokens": record["tokens"]})
+        if update.get("stop"):
+            writer({"type": "done", "reason": update["stop"]})
+        return update
+
+    async def answer(state: SpecReasonState, config: RunnableConfig) -> dict[str, Any]:
+        steps = _step_texts(state)
+        conversation = to_openai_messages(state["messages"])
+        trace = fmt.render(steps)
+        if fmt.thinking_end is None and state.get("stop") == "end":
+            text, tokens, seconds, prompt_tokens, tool_calls = "", 0, 0.0, 0, []
+        else:
+            if fmt.thinking_end is None:
+                messages, cont = continue_messages(conversation, fmt, steps)
+            else:
+                messages = [*conversation, {"role": "assistant",
+                                            "content": trace + fmt.thinking_end + "\n\n"}]
+                cont = True
+            tools = (config.get("configurable") or {}).get("specreason_tools")
+            endpoint = base if cfg.answer_by == "base" else draft
+            request = ChatRequest(messages=messages, max_tokens=cfg.answer_max_tokens,
+                                  continue_final=cont, temperature=cfg.temperature,
+                                  top_p=cfg.top_p, seed=cfg.seed, tools=tools)
+            writer = get_stream_writer()
+            parts: list[str] = []
+            final = Completion(text="")
+            async for item in endpoint.stream(request):
+                if item.text:
+                    parts.append(item.text)
+                    writer({"type": "answer_delta", "text": item.text})
+                else:
+                    final = item
+            text, tokens, seconds = "".join(parts), final.completion_tokens, final.seconds
+            prompt_tokens, tool_calls = final.prompt_tokens, final.tool_calls
+        full = trace + text if fmt.thinking_end is None else text
+        kwargs: dict[str, Any] = {}
+        if fmt.thinking_end is not None and trace.strip():
+            kwargs["reasoning_content"] = "".join(steps)
+        message = AIMessage(
+            content=full, additional_kwargs=kwargs,
+            tool_calls=[_lc_tool_call(tc) for tc in tool_calls],
+        )
+        return {"answer": full, "answer_tokens": tokens, "answer_s": seconds,
+                "answer_prompt_tokens": prompt_tokens, "messages": [message]}
+
+    builder = StateGraph(SpecReasonState)
+    builder.add_node("start", start)
+    builder.add_node("draft", draft_node)
+    builder.add_node("judge", judge_node)
+    builder.add_node("accept", accept)
+    builder.add_node("regenerate", regenerate)
+    builder.add_node("answer", answer)
+    builder.add_edge(START, "start")
+    route = {"draft": "draft", "regenerate": "regenerate", "answer": "answer"}
+    for node in ("start", "accept", "regenerate"):
+        builder.add_conditional_edges(node, lambda s: next_node(s, cfg), route)
+    builder.add_conditional_edges(
+        "draft",
+        lambda s: "judge" if (s.get("pending") or {}).get("text", "").strip() else "regenerate",
+        {"judge": "judge", "regenerate": "regenerate"},
+    )
+    builder.add_conditional_edges(
+        "judge", lambda s: "accept" if (s.get("pending") or {}).get("accept") else "regenerate",
+        {"accept": "accept", "regenerate": "regenerate"},
+    )
+    builder.add_edge("answer", END)
+    graph = builder.compile(checkpointer=checkpointer, name=name or "specreason")
+    # Every kept step costs at most three node runs and holds at least one token.
+    return graph.with_config(recursion_limit=3 * cfg.budget + 10)
+
+
+def _lc_tool_call(tc: dict[str, Any]) -> dict[str, Any]:
+    import json
+
+    fn = tc.get("function") or {}
+    try:
+        args = json.loads(fn.get("arguments") or "{}")
+    except json.JSONDecodeError:
+        args = {"__raw__": fn.get("arguments")}
+    return {"name": fn.get("name", ""), "args": args, "id": tc.get("id"), "type": "tool_call"}

@@ -1,0 +1,162 @@
+"""Declarative serve profiles: which two vLLM servers to start, with which flags.
+
+A profile is a TOML file in ``serve/profiles/`` (shipped inside the wheel as package data)::
+
+    description = "..."
+    device = "cpu"            # "cpu": python -m vllm.entrypoints.openai.api_server; "gpu": vllm serve
+    family = "instruct"       # prompt family of the pair (see langchain_specreason.formats)
+
+    [draft]                   # and [base]
+    model = "smollm2-135m"    # a catalog name (fetched locally), a folder, or a Hugging Face id
+    served_name = "smollm2-135m"
+    port = 8101
+    args = ["--max-model-len", "4096", ...]
+    env = { VLLM_CPU_OMP_THREADS_BIND = "0" }
+
+    [variants.sd.base]        # `--variant sd` appends these args to the base server
+    args = ["--speculative-config", '{"method":"draft_model","model":"{model:qwen2.5-coder-0.5b}"}']
+
+``{model:NAME}`` inside an argument expands to the fetched folder of catalog model NAME.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+from ..errors import ConfigError, ServeError
+
+Role = Literal["draft", "base"]
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """One vLLM server of a profile."""
+
+    role: Role
+    model: str
+    """Catalog name, local folder or Hugging Face id."""
+    served_name: str
+    """The model name clients send (``--served-model-name``)."""
+    port: int
+    host: str = "127.0.0.1"
+    args: tuple[str, ...] = ()
+    """Extra vLLM flags (same as ``vllm serve``)."""
+    env: tuple[tuple[str, str], ...] = ()
+    """Extra environment variables for the server process."""
+
+    @property
+    def url(self) -> str:
+        """OpenAI-compatible base URL, ending in ``/v1``."""
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        return f"http://{host}:{self.port}/v1"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A draft server and a base server that run together."""
+
+    name: str
+    description: str
+    device: Literal["cpu", "gpu"]
+    family: str
+    draft: ServerSpec
+    base: ServerSpec
+    variant: str | None = None
+    variants: tuple[str, ...] = field(default=(), compare=False)
+
+    def servers(self) -> tuple[ServerSpec, ServerSpec]:
+        """Both servers, draft first."""
+        return (self.draft, self.base)
+
+
+def profiles_dir() -> Path:
+    """The folder holding the profile TOML files (wheel package data, else the repo's serve/)."""
+    packaged = Path(__file__).with_name("profiles")
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "serve" / "profiles"
+
+
+def list_profiles() -> list[str]:
+    """Names of the available profiles."""
+    return sorted(p.stem for p in profiles_dir().glob("*.toml"))
+
+
+def load_profile(
+    name: str,
+    *,
+    variant: str | None = None,
+    draft_model: str | None = None,
+    base_model: str | None = None,
+    draft_port: int | None = None,
+    base_port: int | None = None,
+    host: str | None = None,
+    extra_args: dict[Role, list[str]] | None = None,
+) -> Profile:
+    """Load profile ``name`` (a profile name or a path to a TOML file) with overrides applied."""
+    path = Path(name)
+    if path.suffix != ".toml":
+        path = profiles_dir() / f"{name}.toml"
+    if not path.is_file():
+        raise ServeError(f"unknown profile {name!r}; known profiles: {', '.join(list_profiles())}")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"profile {path} is not valid TOML: {exc}") from None
+    variants = data.get("variants", {})
+    if variant is not None and variant not in variants:
+        known = ", ".join(variants) or "none"
+        raise ServeError(f"profile {path.stem!r} has no variant {variant!r}; variants: {known}")
+    device = data.get("device", "cpu")
+    if device not in ("cpu", "gpu"):
+        raise ConfigError(f"profile {path.stem!r}: device must be 'cpu' or 'gpu', not {device!r}")
+    servers = {}
+    for role in ("draft", "base"):
+        section = data.get(role)
+        if not isinstance(section, dict) or "model" not in section or "port" not in section:
+            raise ConfigError(f"profile {path.stem!r}: [{role}] needs at least model and port")
+        args = list(section.get("args", []))
+        if variant is not None:
+            args += list(variants[variant].get(role, {}).get("args", []))
+        spec = ServerSpec(
+            role=role,  # type: ignore[arg-type]
+            model=section["model"],
+            served_name=section.get("served_name", section["model"]),
+            port=int(section["port"]),
+            host=section.get("host", "127.0.0.1"),
+            args=tuple(str(a) for a in args),
+            env=tuple((str(k), str(v)) for k, v in section.get("env", {}).items()),
+        )
+        servers[role] = spec
+    overrides: dict[Role, dict[str, object]] = {"draft": {}, "base": {}}
+    if draft_model:
+        overrides["draft"].update(model=draft_model, served_name=Path(draft_model).name)
+    if base_model:
+        overrides["base"].update(model=base_model, served_name=Path(base_model).name)
+    if draft_port:
+        overrides["draft"]["port"] = draft_port
+    if base_port:
+        overrides["base"]["port"] = base_port
+    for role in ("draft", "base"):
+        if host:
+            overrides[role]["host"] = host
+        if extra_args and extra_args.get(role):
+            overrides[role]["args"] = servers[role].args + tuple(extra_args[role])
+        servers[role] = replace(servers[role], **overrides[role])  # type: ignore[arg-type]
+    if servers["draft"].port == servers["base"].port and servers["draft"].host == servers[
+        "base"
+    ].host:
+        raise ConfigError(f"draft and base servers cannot share port {servers['base'].port}")
+    return Profile(
+        name=path.stem,
+        description=data.get("description", ""),
+        device=device,
+        family=data.get("family", "instruct"),
+        draft=servers["draft"],
+        base=servers["base"],
+        variant=variant,
+        variants=tuple(variants),
+    )

@@ -1,0 +1,100 @@
+"""The state of a SpecReason run, and the terms used everywhere in this package.
+
+Terms
+-----
+step
+    A piece of the reasoning trace: the text a model writes up to the delimiter (default a
+    blank line, ``"\\n\\n"``), or up to the end of its message, or up to the per-step cap.
+draft step
+    A step written by the small **draft** model from the current prefix (the conversation
+    plus the steps kept so far).
+score
+    The base model's rating of a draft step, 0-9, read from one output token of a single
+    forward pass (``greedy``: the sampled digit; ``average``: the probability-weighted mean of
+    the digits among the top logprobs). Other judges (a reward model, the Arbitrage router)
+    produce a score and a decision through the same :class:`~.judges.Judge` protocol.
+accepted step
+    A draft step whose score reaches the threshold. It is kept in the trace as written.
+rewritten step
+    A step the **base** model writes itself from the same prefix, because the draft step was
+    rejected (or because it is one of the first ``first_n_base_steps``). The draft is discarded.
+budget
+    The number of tokens the kept steps may hold. Once spent, the reasoning stops and the
+    answer is written.
+
+The state is a ``TypedDict`` of plain values (and LangChain messages), so any LangGraph
+checkpointer can store it and a run can resume from its last completed step.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, TypedDict
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+
+Author = Literal["draft", "base"]
+Decision = Literal["kept", "rewritten", "base"]
+StopReason = Literal["end", "thinking_end", "budget", "repeat"]
+
+
+class StepRecord(TypedDict):
+    """One step of the trace as it was kept, with what it cost."""
+
+    index: int
+    text: str
+    """The kept text, delimiter included (exactly what later prompts contain)."""
+    author: Author
+    decision: Decision
+    """``kept`` (draft accepted), ``rewritten`` (draft rejected), ``base`` (first-n step)."""
+    score: float | None
+    """The judge's score of the draft; ``None`` when no draft was made."""
+    draft_text: str | None
+    """The rejected draft of a rewritten step."""
+    tokens: int
+    """Tokens of the kept text (the server's count)."""
+    draft_tokens: int
+    """Tokens the draft model generated for this step (0 when no draft was made)."""
+    base_tokens: int
+    """Tokens the base model generated for this step (0 for an accepted draft)."""
+    draft_s: float
+    judge_s: float
+    regen_s: float
+    judge_prompt_tokens: int
+    judge_cached_tokens: int | None
+    finish: str
+    """How the step ended: ``delimiter``, ``end`` (end of message), ``thinking_end``, ``length``."""
+
+
+class PendingStep(TypedDict):
+    """A draft step waiting for (or holding) the judge's verdict."""
+
+    text: str
+    finish: str
+    tokens: int
+    draft_s: float
+    score: float | None
+    accept: bool | None
+    judge_s: float
+    judge_prompt_tokens: int
+    judge_cached_tokens: int | None
+
+
+class SpecReasonState(TypedDict, total=False):
+    """State of the SpecReason graph."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    """The conversation. The answer node appends the final ``AIMessage``."""
+    steps: list[StepRecord]
+    """The kept steps, in order."""
+    pending: PendingStep | None
+    tokens_used: int
+    """Budget spent: tokens of the kept steps."""
+    repeats: int
+    """Steps dropped because they repeated a recent step."""
+    stop: StopReason | None
+    answer: str
+    """The text the user sees (for the instruct family it includes the trace)."""
+    answer_tokens: int
+    answer_s: float
+    answer_prompt_tokens: int

@@ -1,0 +1,59 @@
+"""Scripted endpoints for unit tests: no network, every request recorded."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+from langchain_specreason.endpoint import ChatRequest, Completion
+
+
+class ScriptedEndpoint:
+    """An :class:`~langchain_specreason.endpoint.Endpoint` answering from a function."""
+
+    def __init__(self, name: str, handler: Callable[[ChatRequest], Completion]) -> None:
+        self.name = name
+        self.handler = handler
+        self.requests: list[ChatRequest] = []
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        self.requests.append(request)
+        return self.handler(request)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Completion]:
+        self.requests.append(request)
+        done = self.handler(request)
+        for word in done.text.split(" "):
+            yield Completion(text=word + " ")
+        yield Completion(text="", finish_reason=done.finish_reason,
+                         completion_tokens=done.completion_tokens, seconds=done.seconds)
+
+    def judge_calls(self) -> list[ChatRequest]:
+        return [r for r in self.requests if r.max_tokens == 1 and r.top_logprobs]
+
+    def generation_calls(self) -> list[ChatRequest]:
+        return [r for r in self.requests if not (r.max_tokens == 1 and r.top_logprobs)]
+
+
+def step(text: str, tokens: int = 5, *, end: bool = False, delimiter: str = "\n\n",
+         stop: str | None = None) -> Completion:
+    """A step completion as vLLM reports it (the stop string removed from the text)."""
+    if end:
+        return Completion(text=text, finish_reason="stop", stop_reason=None,
+                          completion_tokens=tokens, seconds=0.01)
+    return Completion(text=text, finish_reason="stop", stop_reason=stop or delimiter,
+                      completion_tokens=tokens, seconds=0.01)
+
+
+def score(digit: str, top: list[tuple[str, float]] | None = None) -> Completion:
+    return Completion(text=digit, finish_reason="length", completion_tokens=1,
+                      prompt_tokens=100, cached_tokens=64, seconds=0.01,
+                      top_logprobs=top or [(digit, 0.0)])
+
+
+def is_judge(request: ChatRequest) -> bool:
+    return request.max_tokens == 1 and bool(request.top_logprobs)
+
+
+def partial_of(request: ChatRequest) -> str:
+    """The partial assistant text a step request continues ('' when the reply is not begun)."""
+    return request.messages[-1]["content"] if request.continue_final else ""
