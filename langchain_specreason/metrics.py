@@ -1,0 +1,59 @@
+"""Read a vLLM server's Prometheus ``/metrics``: what the server itself saw.
+
+Used by the benchmark (prefix-cache hit rate over a run) and by tests that check the requests
+a server really received, not only our own accounting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+REQUESTS = "vllm:request_success"
+GENERATION_TOKENS = "vllm:generation_tokens"
+PROMPT_TOKENS = "vllm:prompt_tokens"
+CACHE_QUERIES = "vllm:prefix_cache_queries"
+CACHE_HITS = "vllm:prefix_cache_hits"
+
+
+@dataclass(frozen=True)
+class ServerCounters:
+    """Totals of a server's counters (summed over labels) at one moment."""
+
+    values: Mapping[str, float]
+
+    def __getitem__(self, name: str) -> float:
+        return self.values.get(name, 0.0)
+
+    def __sub__(self, other: ServerCounters) -> ServerCounters:
+        keys = set(self.values) | set(other.values)
+        return ServerCounters({k: self[k] - other[k] for k in keys})
+
+    @property
+    def prefix_cache_hit_rate(self) -> float | None:
+        """Share of queried prompt tokens found in the prefix cache (``None``: no queries)."""
+        queries = self[CACHE_QUERIES]
+        return self[CACHE_HITS] / queries if queries else None
+
+
+def parse_counters(text: str) -> ServerCounters:
+    """Sum every counter family of a Prometheus text page over its labels."""
+    totals: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        if family.type != "counter":
+            continue
+        total = sum(s.value for s in family.samples if s.name.endswith("_total"))
+        totals[family.name] = totals.get(family.name, 0.0) + total
+    return ServerCounters(totals)
+
+
+async def scrape(base_url: str, *, timeout: float = 10.0) -> ServerCounters:
+    """Fetch and parse ``/metrics`` of the server whose OpenAI base URL is ``base_url``."""
+    root = base_url.rstrip("/").removesuffix("/v1")
+    async with httpx.AsyncClient(timeout=timeout) as client:
+        resp = await client.get(f"{root}/metrics")
+        resp.raise_for_status()
+    return parse_counters(resp.text)

@@ -1,0 +1,83 @@
+"""Serve profiles: every profile's server flags parse with vLLM's own argument parser."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from langchain_specreason.errors import ConfigError, ServeError
+from langchain_specreason.serving.launcher import server_command
+from langchain_specreason.serving.profiles import list_profiles, load_profile
+
+
+def _profiles_and_variants():
+    for name in list_profiles():
+        yield name, None
+        for variant in load_profile(name).variants:
+            yield name, variant
+
+
+CASES = list(_profiles_and_variants())
+
+
+def test_expected_profiles_exist():
+    assert {"cpu-test", "cpu", "gpu-1x", "gpu-2x"} <= set(list_profiles())
+    assert set(load_profile("cpu").variants) == {"sd", "ngram"}
+    for gpu in ("gpu-1x", "gpu-2x"):
+        assert set(load_profile(gpu).variants) == {"ngram", "sd", "eagle3"}
+
+
+@pytest.fixture(scope="module")
+def vllm_parser():
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    return make_arg_parser(FlexibleArgumentParser())
+
+
+@pytest.mark.parametrize(("name", "variant"), CASES, ids=[f"{n}/{v}" for n, v in CASES])
+def test_server_args_parse_with_vllms_parser(vllm_parser, name, variant):
+    profile = load_profile(name, variant=variant)
+    for spec in profile.servers():
+        cmd = server_command(spec, profile.device, fetch_missing=False)
+        if profile.device == "cpu":
+            assert cmd[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+            argv = cmd[3:]
+        else:
+            assert cmd[:2] == ["vllm", "serve"]
+            argv = ["--model", cmd[2], *cmd[3:]]
+        args = vllm_parser.parse_args(argv)
+        assert args.port == spec.port
+        assert args.served_model_name == [spec.served_name]
+        assert args.enable_prefix_caching is True
+        if spec.role == "base" and variant is not None:
+            config = args.speculative_config
+            config = json.loads(config) if isinstance(config, str) else config
+            assert config["method"] in ("ngram", "draft_model", "eagle3")
+            assert "{model:" not in json.dumps(config)  # references were expanded
+
+
+def test_cpu_servers_get_their_own_core():
+    for name in ("cpu", "cpu-test"):
+        profile = load_profile(name)
+        binds = [dict(s.env)["VLLM_CPU_OMP_THREADS_BIND"] for s in profile.servers()]
+        assert binds == ["0", "1"]
+
+
+def test_overrides():
+    profile = load_profile("cpu-test", draft_port=9001, base_port=9002, host="0.0.0.0",
+                           base_model="/models/other", extra_args={"base": ["--seed", "1"]})
+    assert (profile.draft.port, profile.base.port) == (9001, 9002)
+    assert profile.base.url == "http://127.0.0.1:9002/v1"
+    assert profile.base.served_name == "other"
+    assert profile.base.args[-2:] == ("--seed", "1")
+
+
+def test_unknown_profile_and_variant_errors():
+    with pytest.raises(ServeError, match="unknown profile 'nope'; known profiles: cpu"):
+        load_profile("nope")
+    with pytest.raises(ServeError, match="has no variant 'eagle3'; variants: sd, ngram"):
+        load_profile("cpu", variant="eagle3")
+    with pytest.raises(ConfigError, match="cannot share port"):
+        load_profile("cpu", draft_port=7000, base_port=7000)
