@@ -94,7 +94,7 @@ def _is_transient(exc: BaseException) -> bool:
 
 
 def _is_context_error(exc: openai.APIStatusError) -> bool:
-    text = str(exc).lower()
+    text = f"{exc} {_message(exc)}".lower()
     return exc.status_code == 400 and any(
         key in text for key in ("maximum context length", "max_model_len", "context length",
                                 "too long", "max_tokens' is too large")
@@ -152,7 +152,7 @@ class OpenAIEndpoint:
             async for attempt in AsyncRetrying(
                 retry=retry_if_exception(_is_transient),
                 stop=stop_after_attempt(self.max_retries + 1),
-                wait=wait_exponential_jitter(initial=0.5, max=8.0),
+                wait=wait_exponential_jitter(multiplier=0.5, max=8.0),
                 reraise=True,
             ):
                 with attempt:

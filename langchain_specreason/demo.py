@@ -1,0 +1,75 @@
+"""`specreason demo`: answer one question with SpecReason, then with the base model alone.
+
+Starts the profile's servers (fetching the models first) unless ``--draft-url`` and
+``--base-url`` are given, prints each step as it is kept or rewritten, and the time against
+the base model alone on the same question, budget and sampling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import time
+
+from .baselines import single_model
+from .config import SpecReasonConfig
+from .console import print_event
+from .endpoint import OpenAIEndpoint
+from .errors import ConfigError
+from .graph import create_specreason_graph
+from .serving.launcher import Launcher
+from .serving.profiles import load_profile
+from .stats import SpecReasonStats
+
+
+async def run_demo(args: argparse.Namespace) -> int:
+    """Run the demo; returns the process exit code."""
+    if bool(args.draft_url) != bool(args.base_url):
+        raise ConfigError("give both --draft-url and --base-url, or neither")
+    profile = load_profile(args.profile, variant=args.variant)
+    with contextlib.ExitStack() as stack:
+        if args.draft_url:
+            urls = {"draft": args.draft_url, "base": args.base_url}
+        else:
+            print(f"starting the {profile.name} servers ({profile.description}); the first "
+                  "start fetches the models and compiles, a few minutes...", flush=True)
+            launcher = stack.enter_context(Launcher(profile, echo=True))
+            urls = launcher.urls
+        draft = OpenAIEndpoint(urls["draft"], name="draft")
+        base = OpenAIEndpoint(urls["base"], name="base")
+        config = SpecReasonConfig(threshold=args.threshold, budget=args.budget,
+                                  temperature=args.temperature, seed=0)
+        graph = create_specreason_graph(draft, base, config=config, family=profile.family)
+        messages = [("user", args.question)]
+        print(f"\nquestion: {args.question}\n\nSpecReason (draft {await draft.model_name()}, "
+              f"base {await base.model_name()}, threshold {config.threshold:g}):", flush=True)
+        start = time.perf_counter()
+        state: dict = {}
+        async for mode, chunk in graph.astream({"messages": messages},
+                                               stream_mode=["custom", "values"]):
+            if mode == "custom":
+                print_event(chunk)
+            else:
+                state = chunk
+        wall = time.perf_counter() - start
+        stats = SpecReasonStats.from_state(state, wall_s=wall)
+        print(f"\nanswer:\n{state['answer'].strip()}\n", flush=True)
+        print("base model alone, same question and settings...", flush=True)
+        alone = await single_model(base, messages, config)
+        print(f"\nbase alone answered:\n{alone.text.strip()}\n")
+        print(f"steps: {stats.steps_kept} kept, {stats.steps_rewritten} rewritten, "
+              f"{stats.steps_base} by base; draft tokens {stats.draft_tokens}, base tokens "
+              f"{stats.base_tokens}; judge prompt tokens {stats.judge_prompt_tokens} "
+              f"({stats.judge_cached_tokens} from cache)")
+        print(f"time: SpecReason {wall:.1f} s (draft {stats.draft_s:.1f}, judge "
+              f"{stats.judge_s:.1f}, rewrite {stats.regenerate_s:.1f}, answer "
+              f"{stats.answer_s:.1f}, overhead {stats.overhead_s or 0:.2f}) vs base alone "
+              f"{alone.seconds:.1f} s: {alone.seconds / wall:.2f}x", flush=True)
+    return 0 if state.get("answer", "").strip() else 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    from .cli import main
+
+    sys.exit(main(["demo", *sys.argv[1:]]))

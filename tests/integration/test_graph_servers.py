@@ -1,0 +1,123 @@
+"""The SpecReason graph against the real cpu-test servers (SmolLM2-135M draft, Qwen 0.5B base)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from langchain_specreason import (
+    ContextLengthError,
+    EndpointError,
+    InputError,
+    OpenAIEndpoint,
+    SpecReasonConfig,
+    SpecReasonStats,
+    create_specreason_graph,
+)
+from langchain_specreason.metrics import GENERATION_TOKENS, REQUESTS, scrape
+
+pytestmark = pytest.mark.integration
+
+QUESTION = ("A box holds 12 eggs. Tom buys 3 boxes and breaks 5 eggs. How many eggs are left? "
+            "Think step by step, then give the number.")
+# Short traces keep CI fast: a small budget and step cap, greedy sampling.
+FAST = dict(budget=96, step_max_tokens=48, answer_max_tokens=48, temperature=0.0, seed=0)
+
+
+def make_graph(servers, **overrides):
+    config = SpecReasonConfig(**{**FAST, **overrides})
+    draft = OpenAIEndpoint(servers.draft_url, name="draft", max_retries=1)
+    base = OpenAIEndpoint(servers.base_url, name="base", max_retries=1)
+    return create_specreason_graph(draft, base, config=config, family=servers.family)
+
+
+async def test_question_runs_to_an_answer(servers):
+    out = await make_graph(servers, threshold=7).ainvoke({"messages": [("user", QUESTION)]})
+    assert out["answer"].strip()
+    assert out["steps"], "no step was kept"
+    assert out["stop"] in ("end", "budget", "repeat")
+    assert out["tokens_used"] <= FAST["budget"]
+    for record in out["steps"]:
+        assert record["text"] and record["tokens"] > 0
+        if record["decision"] != "base":
+            assert 0 <= record["score"] <= 9
+    stats = SpecReasonStats.from_state(out)
+    assert stats.steps_kept + stats.steps_rewritten == stats.judge_calls
+    assert stats.judge_prompt_tokens > 0
+    assert out["messages"][-1].content == out["answer"]
+
+
+async def test_threshold_zero_base_server_only_judges_and_answers(servers):
+    before = await scrape(servers.base_url)
+    out = await make_graph(servers, threshold=0).ainvoke({"messages": [("user", QUESTION)]})
+    seen = await scrape(servers.base_url) - before
+    stats = SpecReasonStats.from_state(out)
+    assert {s["decision"] for s in out["steps"]} == {"kept"}
+    assert stats.base_tokens == stats.answer_tokens  # no rewritten step
+    answer_calls = 0 if out["stop"] == "end" else 1
+    # what the base server itself counted: one 1-token request per judged step, plus the answer
+    assert seen[REQUESTS] == stats.judge_calls + answer_calls
+    assert seen[GENERATION_TOKENS] == stats.judge_calls + stats.answer_tokens
+
+
+async def test_threshold_ten_rewrites_every_step(servers):
+    out = await make_graph(servers, threshold=10).ainvoke({"messages": [("user", QUESTION)]})
+    decisions = [s["decision"] for s in out["steps"]]
+    assert decisions and set(decisions) == {"rewritten"}
+    assert all(s["author"] == "base" and s["draft_text"] is not None for s in out["steps"])
+
+
+async def test_interrupt_and_resume_with_sqlite_checkpointer(servers, tmp_path):
+    path = str(tmp_path / "checkpoints.sqlite")
+    thread = {"configurable": {"thread_id": "resume-1"}}
+    seen: list[str] = []
+    async with AsyncSqliteSaver.from_conn_string(path) as saver:
+        graph = create_specreason_graph(
+            OpenAIEndpoint(servers.draft_url, name="draft"),
+            OpenAIEndpoint(servers.base_url, name="base"),
+            config=SpecReasonConfig(**{**FAST, "threshold": 5, "budget": 160}),
+            family=servers.family, checkpointer=saver)
+        async for event in graph.astream({"messages": [("user", QUESTION)]}, thread,
+                                         stream_mode="custom"):
+            if event["type"] == "step":
+                seen.append(event["text"])
+                if len(seen) == 2:
+                    break  # the client goes away mid-run
+        await asyncio.sleep(0.5)
+    assert len(seen) == 2
+    async with AsyncSqliteSaver.from_conn_string(path) as saver:  # a new process, same file
+        graph = create_specreason_graph(
+            OpenAIEndpoint(servers.draft_url, name="draft"),
+            OpenAIEndpoint(servers.base_url, name="base"),
+            config=SpecReasonConfig(**{**FAST, "threshold": 5, "budget": 160}),
+            family=servers.family, checkpointer=saver)
+        saved = await graph.aget_state(thread)
+        assert [s["text"] for s in saved.values["steps"]][:2] == seen
+        out = await graph.ainvoke(None, thread)
+    assert [s["text"] for s in out["steps"]][:2] == seen
+    assert out["answer"].strip()
+
+
+async def test_empty_conversation_is_refused_before_any_call(servers):
+    with pytest.raises(InputError, match="empty"):
+        await make_graph(servers).ainvoke({"messages": []})
+
+
+async def test_unreachable_endpoint_is_a_typed_error_after_bounded_retries(servers):
+    dead = OpenAIEndpoint("http://127.0.0.1:9/v1", model="x", name="draft", max_retries=1)
+    graph = create_specreason_graph(dead, OpenAIEndpoint(servers.base_url, name="base"))
+    with pytest.raises(EndpointError, match=r"draft endpoint at http://127.0.0.1:9/v1: "
+                                            r"unreachable after 2 attempts"):
+        await asyncio.wait_for(graph.ainvoke({"messages": [("user", "hi")]}), timeout=60)
+
+
+async def test_context_longer_than_max_model_len_is_a_typed_error(servers):
+    base = OpenAIEndpoint(servers.base_url, name="base")
+    limit = await base.max_model_len()
+    assert limit is not None
+    long_text = "apple " * (limit + 100)
+    with pytest.raises(ContextLengthError) as info:
+        await make_graph(servers).ainvoke({"messages": [("user", long_text)]})
+    assert info.value.endpoint == "draft"

@@ -1,0 +1,89 @@
+"""The serving stack against real vLLM CPU servers: the session pair, and the CLI's errors."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from langchain_specreason import ChatRequest, OpenAIEndpoint
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize("role", ["draft", "base"])
+async def test_both_servers_answer_a_chat_completion(servers, role):
+    url = servers.draft_url if role == "draft" else servers.base_url
+    assert url.endswith("/v1")
+    endpoint = OpenAIEndpoint(url, name=role)
+    done = await endpoint.complete(ChatRequest(
+        [{"role": "user", "content": "Say hello in one word."}], max_tokens=5))
+    assert done.text.strip()
+    assert 1 <= done.completion_tokens <= 5
+    assert done.prompt_tokens > 5
+
+
+def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "langchain_specreason.cli", *args],
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def test_unknown_profile_is_one_line_exit_2():
+    proc = _cli("serve", "--profile", "nope")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        "error: unknown profile 'nope'; known profiles: cpu, cpu-test, gpu-1x, gpu-2x")
+
+
+def test_port_in_use_is_one_line_exit_2(tmp_path):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        proc = _cli("serve", "--profile", "cpu-test", "--only", "draft", "--draft-port",
+                    str(port), "--log-dir", str(tmp_path))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1] == (f"error: port {port} on 127.0.0.1 is already in use; stop what listens "
+                         "there or pick another port (--draft-port / --base-port)")
+
+
+def test_server_dying_during_startup_is_one_line_exit_2(tmp_path):
+    proc = _cli("serve", "--profile", "cpu-test", "--only", "draft", "--draft-port", "8191",
+                "--draft-model", str(tmp_path / "no-such-model"), "--log-dir", str(tmp_path))
+    assert proc.returncode == 2
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: draft server (no-such-model) exited with code")
+    assert f"(full log: {tmp_path / 'draft.log'})" in last
+    assert (tmp_path / "draft.log").read_text().strip()
+    with socket.socket() as sock:  # nothing left listening
+        sock.bind(("127.0.0.1", 8191))
+
+
+@pytest.mark.shutdown
+def test_ctrl_c_stops_every_server_process_and_frees_the_ports(servers):
+    """Runs last: interrupts the session's `specreason serve` as Ctrl-C in a terminal would."""
+    serve = servers.serve
+    if serve is None:  # external servers: start our own pair on other ports for this check
+        from conftest import start_serve
+
+        serve = start_serve("cpu-test", "--draft-port", "8121", "--base-port", "8122")
+    pids = serve.server_pids()
+    assert len(pids) >= 2  # both API servers, plus vLLM's engine processes
+    ports = [int(url.rsplit(":", 1)[1].split("/")[0]) for url in serve.urls.values()]
+    code = serve.interrupt()
+    assert code == 130
+    deadline = time.monotonic() + 30
+    alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.5)
+        alive = [p for p in alive if psutil.pid_exists(p)
+                 and psutil.Process(p).status() != "zombie"]
+    assert alive == []
+    for port in ports:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
