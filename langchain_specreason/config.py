@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 from .errors import ConfigError
@@ -68,6 +69,29 @@ class SpecReasonConfig:
             raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}")
         if self.answer_by not in ("base", "draft"):
             raise ConfigError(f"answer_by must be 'base' or 'draft', got {self.answer_by!r}")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> SpecReasonConfig:
+        """Settings from ``SPECREASON_<FIELD>`` variables (e.g. ``SPECREASON_THRESHOLD=5``)."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(f"SPECREASON_{f.name.upper()}")
+            if raw is None or raw == "":
+                continue
+            default = getattr(cls, f.name)
+            try:
+                if isinstance(default, bool):
+                    values[f.name] = raw.lower() in ("1", "true", "yes")
+                elif isinstance(default, int) or f.name == "seed":
+                    values[f.name] = int(raw)
+                elif isinstance(default, float):
+                    values[f.name] = float(raw)
+                else:
+                    values[f.name] = raw.encode().decode("unicode_escape")
+            except ValueError:
+                raise ConfigError(f"SPECREASON_{f.name.upper()}={raw!r} is not a valid "
+                                  f"{f.name}") from None
+        return cls(**values)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict of the settings (for run metadata and results files)."""

@@ -73,8 +73,13 @@ def server_env(spec: ServerSpec, device: str) -> dict[str, str]:
 
 
 def check_port_free(host: str, port: int) -> None:
-    """Raise :class:`PortInUseError` if ``host:port`` cannot be bound."""
+    """Raise :class:`PortInUseError` if ``host:port`` cannot be bound.
+
+    SO_REUSEADDR as uvicorn sets it: connections lingering in TIME_WAIT after a server stopped
+    do not count, only a socket listening there.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:

@@ -11,6 +11,7 @@ import psutil
 import pytest
 
 from langchain_specreason import ChatRequest, OpenAIEndpoint
+from langchain_specreason.serving.launcher import check_port_free
 
 pytestmark = pytest.mark.integration
 
@@ -60,8 +61,7 @@ def test_server_dying_during_startup_is_one_line_exit_2(tmp_path):
     assert last.startswith("error: draft server (no-such-model) exited with code")
     assert f"(full log: {tmp_path / 'draft.log'})" in last
     assert (tmp_path / "draft.log").read_text().strip()
-    with socket.socket() as sock:  # nothing left listening
-        sock.bind(("127.0.0.1", 8191))
+    check_port_free("127.0.0.1", 8191)  # nothing left listening
 
 
 @pytest.mark.shutdown
@@ -85,5 +85,4 @@ def test_ctrl_c_stops_every_server_process_and_frees_the_ports(servers):
                  and psutil.Process(p).status() != "zombie"]
     assert alive == []
     for port in ports:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", port))
+        check_port_free("127.0.0.1", port)  # raises PortInUseError if still listening

@@ -1,0 +1,47 @@
+"""The graph for ``langgraph dev`` / LangGraph Studio, built from environment settings.
+
+``langgraph.json`` at the repo root points here. Settings:
+
+* ``SPECREASON_DRAFT_URL``, ``SPECREASON_BASE_URL`` (required): OpenAI-compatible base URLs;
+* ``SPECREASON_DRAFT_MODEL``, ``SPECREASON_BASE_MODEL``: served names (default: discovered);
+* ``SPECREASON_DRAFT_API_KEY``, ``SPECREASON_BASE_API_KEY``: keys, if the servers need them;
+* ``SPECREASON_FAMILY``: ``instruct`` (default) or ``think``;
+* ``SPECREASON_<KNOB>`` for any :class:`~.config.SpecReasonConfig` field, e.g.
+  ``SPECREASON_THRESHOLD=7``, ``SPECREASON_BUDGET=4096``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .config import SpecReasonConfig
+from .endpoint import OpenAIEndpoint
+from .errors import ConfigError
+from .graph import create_specreason_graph
+
+
+def graph_from_env(env: dict[str, str] | None = None) -> Any:
+    """Build the SpecReason graph from ``SPECREASON_*`` variables (see the module docstring)."""
+    env = dict(os.environ if env is None else env)
+    missing = [k for k in ("SPECREASON_DRAFT_URL", "SPECREASON_BASE_URL") if not env.get(k)]
+    if missing:
+        raise ConfigError(f"set {' and '.join(missing)} (e.g. from `specreason serve` output)")
+    endpoints = {
+        role: OpenAIEndpoint(
+            env[f"SPECREASON_{role.upper()}_URL"], name=role,
+            model=env.get(f"SPECREASON_{role.upper()}_MODEL") or None,
+            api_key=env.get(f"SPECREASON_{role.upper()}_API_KEY") or None,
+        )
+        for role in ("draft", "base")
+    }
+    return create_specreason_graph(
+        endpoints["draft"], endpoints["base"], config=SpecReasonConfig.from_env(env),
+        family=env.get("SPECREASON_FAMILY", "instruct"),
+    )
+
+
+def __getattr__(name: str) -> Any:  # built on first access, so importing never needs the env
+    if name == "graph":
+        return graph_from_env()
+    raise AttributeError(name)
