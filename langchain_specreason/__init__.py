@@ -24,6 +24,7 @@ from .errors import (
     SpecReasonError,
 )
 from .formats import FORMATS, PlainFormat, PromptFormat, TagFormat
+from .chat_model import ChatSpecReason
 from .graph import create_specreason_graph
 from .judges import BaseModelJudge, Judge, Verdict
 from .state import SpecReasonState, StepRecord
@@ -33,6 +34,7 @@ __all__ = [
     "FORMATS",
     "BaseModelJudge",
     "ChatRequest",
+    "ChatSpecReason",
     "Completion",
     "ConfigError",
     "ContextLengthError",

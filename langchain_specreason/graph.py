@@ -23,9 +23,12 @@ node with ``graph.ainvoke(None, config)``.
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
+from langchain_core.callbacks import AsyncCallbackManager
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
@@ -42,6 +45,35 @@ NODES = ("start", "draft", "judge", "accept", "regenerate", "answer")
 """The graph's node names. Stable: traces, tests and UIs refer to them."""
 
 _SPACES = re.compile(r"\s+")
+T = TypeVar("T")
+
+
+async def traced_call(
+    config: RunnableConfig,
+    name: str,
+    metadata: dict[str, Any],
+    inputs: dict[str, Any],
+    call: Callable[[], Awaitable[T]],
+    outputs: Callable[[T], dict[str, Any]],
+) -> T:
+    """Run one server call as a child run (LangSmith shows one per call, with ``metadata``)."""
+    manager = AsyncCallbackManager.configure(
+        inheritable_callbacks=config.get("callbacks"), local_metadata=metadata,
+        local_tags=["specreason"])
+    run = await manager.on_chain_start({"name": name}, inputs, name=name)
+    try:
+        result = await call()
+    except BaseException as exc:
+        await run.on_chain_error(exc)
+        raise
+    await run.on_chain_end(outputs(result))
+    return result
+
+
+def _completion_out(done: Completion) -> dict[str, Any]:
+    return {"text": done.text, "finish_reason": done.finish_reason,
+            "completion_tokens": done.completion_tokens, "prompt_tokens": done.prompt_tokens,
+            "cached_tokens": done.cached_tokens, "seconds": round(done.seconds, 4)}
 
 
 def step_finish(done: Completion, delimiter: str, thinking_end: str | None) -> tuple[str, str]:
@@ -145,12 +177,16 @@ def create_specreason_graph(
     async def start(state: SpecReasonState) -> dict[str, Any]:
         to_openai_messages(state.get("messages") or [])  # raises InputError when unusable
         return {"steps": [], "pending": None, "tokens_used": 0, "repeats": 0, "stop": None,
-                "answer": "", "answer_tokens": 0, "answer_s": 0.0, "answer_prompt_tokens": 0}
+                "answer": "", "answer_tokens": 0, "answer_s": 0.0, "answer_prompt_tokens": 0,
+                "answer_finish": "", "input_tokens": 0}
 
-    async def draft_node(state: SpecReasonState) -> dict[str, Any]:
-        done = await draft.complete(step_request(state))
-        text, finish = step_finish(done, cfg.delimiter, fmt.thinking_end)
+    async def draft_node(state: SpecReasonState, config: RunnableConfig) -> dict[str, Any]:
         index = len(state.get("steps") or [])
+        request = step_request(state)
+        done = await traced_call(
+            config, "draft_step", {"specreason_step": index, "specreason_call": "draft"},
+            {"messages": request.messages}, lambda: draft.complete(request), _completion_out)
+        text, finish = step_finish(done, cfg.delimiter, fmt.thinking_end)
         get_stream_writer()({"type": "drafted", "step": index, "text": text,
                              "tokens": done.completion_tokens, "seconds": done.seconds})
         pending: PendingStep = {
@@ -158,14 +194,25 @@ def create_specreason_graph(
             "draft_s": done.seconds, "score": None, "accept": None, "judge_s": 0.0,
             "judge_prompt_tokens": 0, "judge_cached_tokens": None,
         }
-        return {"pending": pending}
+        update: dict[str, Any] = {"pending": pending}
+        if index == 0:
+            update["input_tokens"] = done.prompt_tokens
+        return update
 
-    async def judge_node(state: SpecReasonState) -> dict[str, Any]:
+    async def judge_node(state: SpecReasonState, config: RunnableConfig) -> dict[str, Any]:
         pending = state["pending"]
         assert pending is not None
-        verdict = await the_judge.judge(
-            to_openai_messages(state["messages"]), _step_texts(state), pending["text"])
-        get_stream_writer()({"type": "scored", "step": len(state.get("steps") or []),
+        index = len(state.get("steps") or [])
+        verdict = await traced_call(
+            config, "judge_step",
+            {"specreason_step": index, "specreason_call": "judge",
+             "specreason_threshold": cfg.threshold},
+            {"step": pending["text"]},
+            lambda: the_judge.judge(
+                to_openai_messages(state["messages"]), _step_texts(state), pending["text"]),
+            lambda v: {"score": v.score, "decision": "kept" if v.accept else "rewritten",
+                       "prompt_tokens": v.prompt_tokens, "cached_tokens": v.cached_tokens})
+        get_stream_writer()({"type": "scored", "step": index,
                              "score": verdict.score, "accepted": verdict.accept,
                              "seconds": verdict.seconds})
         return {"pending": {**pending, "score": verdict.score, "accept": verdict.accept,
@@ -186,13 +233,21 @@ def create_specreason_graph(
         }
         return _keep(state, record)
 
-    async def regenerate(state: SpecReasonState) -> dict[str, Any]:
+    async def regenerate(state: SpecReasonState, config: RunnableConfig) -> dict[str, Any]:
         pending = state.get("pending")
-        done = await base.complete(step_request(state))
+        index = len(state.get("steps") or [])
+        decision = "rewritten" if pending else "base"
+        request = step_request(state)
+        done = await traced_call(
+            config, "rewrite_step",
+            {"specreason_step": index, "specreason_call": "regenerate",
+             "specreason_decision": decision,
+             "specreason_score": pending["score"] if pending else None},
+            {"messages": request.messages}, lambda: base.complete(request), _completion_out)
         text, finish = step_finish(done, cfg.delimiter, fmt.thinking_end)
         record: StepRecord = {
-            "index": len(state.get("steps") or []), "text": text, "author": "base",
-            "decision": "rewritten" if pending else "base",
+            "index": index, "text": text, "author": "base",
+            "decision": decision,
             "score": pending["score"] if pending else None,
             "draft_text": pending["text"] if pending else None,
             "tokens": done.completion_tokens,
@@ -204,7 +259,10 @@ def create_specreason_graph(
             "judge_cached_tokens": pending["judge_cached_tokens"] if pending else None,
             "finish": finish,
         }
-        return _keep(state, record)
+        update = _keep(state, record)
+        if index == 0:
+            update["input_tokens"] = done.prompt_tokens
+        return update
 
     def _keep(state: SpecReasonState, record: StepRecord) -> dict[str, Any]:
         update = apply_step(state, record, cfg)
@@ -221,41 +279,56 @@ def create_specreason_graph(
         steps = _step_texts(state)
         conversation = to_openai_messages(state["messages"])
         trace = fmt.render(steps)
-        if fmt.thinking_end is None and state.get("stop") == "end":
-            text, tokens, seconds, prompt_tokens, tool_calls = "", 0, 0.0, 0, []
-        else:
-            if fmt.thinking_end is None:
+        final = Completion(text="", finish_reason="stop")
+        text = ""
+        if fmt.thinking_end is not None or state.get("stop") != "end":
+            if fmt.thinking_end is None:  # the instruct reply was cut: finish it
                 messages, cont = continue_messages(conversation, fmt, steps)
             else:
                 messages = [*conversation, {"role": "assistant",
                                             "content": trace + fmt.thinking_end + "\n\n"}]
                 cont = True
-            tools = (config.get("configurable") or {}).get("specreason_tools")
+            configurable = config.get("configurable") or {}
             endpoint = base if cfg.answer_by == "base" else draft
-            request = ChatRequest(messages=messages, max_tokens=cfg.answer_max_tokens,
-                                  continue_final=cont, temperature=cfg.temperature,
-                                  top_p=cfg.top_p, seed=cfg.seed, tools=tools)
+            request = ChatRequest(
+                messages=messages, max_tokens=cfg.answer_max_tokens, continue_final=cont,
+                temperature=cfg.temperature, top_p=cfg.top_p, seed=cfg.seed,
+                stop=configurable.get("specreason_stop"),
+                tools=configurable.get("specreason_tools"),
+                tool_choice=configurable.get("specreason_tool_choice"),
+            )
             writer = get_stream_writer()
             parts: list[str] = []
-            final = Completion(text="")
-            async for item in endpoint.stream(request):
-                if item.text:
-                    parts.append(item.text)
-                    writer({"type": "answer_delta", "text": item.text})
-                else:
-                    final = item
-            text, tokens, seconds = "".join(parts), final.completion_tokens, final.seconds
-            prompt_tokens, tool_calls = final.prompt_tokens, final.tool_calls
+
+            async def stream_answer() -> Completion:
+                last = Completion(text="")
+                async for item in endpoint.stream(request):
+                    if item.text:
+                        parts.append(item.text)
+                        writer({"type": "answer_delta", "text": item.text})
+                    else:
+                        last = item
+                return last
+
+            final = await traced_call(
+                config, "write_answer",
+                {"specreason_call": "answer", "specreason_stop": state.get("stop"),
+                 "specreason_author": cfg.answer_by},
+                {"messages": request.messages}, stream_answer,
+                lambda d: {**_completion_out(d), "text": "".join(parts),
+                           "tool_calls": d.tool_calls})
+            text = "".join(parts)
         full = trace + text if fmt.thinking_end is None else text
         kwargs: dict[str, Any] = {}
         if fmt.thinking_end is not None and trace.strip():
             kwargs["reasoning_content"] = "".join(steps)
         message = AIMessage(
             content=full, additional_kwargs=kwargs,
-            tool_calls=[_lc_tool_call(tc) for tc in tool_calls],
+            tool_calls=[_lc_tool_call(tc) for tc in final.tool_calls],
         )
-        return {"answer": full, "answer_tokens": tokens, "answer_s": seconds,
-                "answer_prompt_tokens": prompt_tokens, "messages": [message]}
+        return {"answer": full, "answer_tokens": final.completion_tokens,
+                "answer_s": final.seconds, "answer_prompt_tokens": final.prompt_tokens,
+                "answer_finish": final.finish_reason or "stop", "messages": [message]}
 
     builder = StateGraph(SpecReasonState)
     builder.add_node("start", start)
@@ -284,8 +357,6 @@ def create_specreason_graph(
 
 
 def _lc_tool_call(tc: dict[str, Any]) -> dict[str, Any]:
-    import json
-
     fn = tc.get("function") or {}
     try:
         args = json.loads(fn.get("arguments") or "{}")

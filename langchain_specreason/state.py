@@ -98,3 +98,7 @@ class SpecReasonState(TypedDict, total=False):
     answer_tokens: int
     answer_s: float
     answer_prompt_tokens: int
+    answer_finish: str
+    """``stop``, ``length`` or ``tool_calls``: how the answer call ended."""
+    input_tokens: int
+    """Prompt tokens of the conversation (the first step's request)."""

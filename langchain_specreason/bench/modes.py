@@ -1,0 +1,129 @@
+"""What the benchmark compares, and which base server each mode needs.
+
+========================  ==================================================  ===============
+mode                      who answers                                         base server
+========================  ==================================================  ===============
+``base``                  the base model alone (same prompt and budget)       plain
+``draft``                 the draft model alone                               (not used)
+``specreason``            SpecReason (draft writes, base judges and rewrites)  plain
+``sd``                    the base model alone, token-level spec. decoding    variant
+``specreason+sd``         SpecReason over the speculative-decoding base        variant
+========================  ==================================================  ===============
+
+A *run* is one mode at one threshold and score method (thresholds and score methods only
+apply to the SpecReason modes). Results are keyed by run and problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError
+
+MODES: tuple[str, ...] = ("base", "draft", "specreason", "sd", "specreason+sd")
+SPECREASON_MODES = frozenset({"specreason", "specreason+sd"})
+SD_MODES = frozenset({"sd", "specreason+sd"})
+SCORE_METHODS: tuple[str, ...] = ("greedy", "average")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One mode at one setting: the unit of the summary table."""
+
+    mode: str
+    threshold: float | None = None
+    score_method: str | None = None
+
+    @property
+    def label(self) -> str:
+        """Short name for tables and plots (``specreason t=7``, ``base``)."""
+        if self.threshold is None:
+            return self.mode
+        method = "" if self.score_method in (None, "greedy") else f" {self.score_method}"
+        return f"{self.mode} t={self.threshold:g}{method}"
+
+    def variant(self, sd_variant: str) -> str | None:
+        """The base-server variant this run needs (``None``: the plain profile)."""
+        return sd_variant if self.mode in SD_MODES else None
+
+    def key(self, problem_id: str) -> tuple[str, float | None, str | None, str]:
+        """The resume key of this run on one problem."""
+        return (self.mode, self.threshold, self.score_method, str(problem_id))
+
+    def sort_key(self) -> tuple[int, float, str]:
+        """Table order: modes in :data:`MODES` order, then threshold, then score method."""
+        return (MODES.index(self.mode) if self.mode in MODES else len(MODES),
+                -1.0 if self.threshold is None else self.threshold, self.score_method or "")
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any]) -> Run:
+        """The run a result (or runs.jsonl) record belongs to."""
+        threshold = record.get("threshold")
+        return cls(str(record["mode"]), None if threshold is None else float(threshold),
+                   record.get("score_method"))
+
+
+def _items(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def parse_modes(text: str) -> list[str]:
+    """Modes of a comma list, in the given order, duplicates removed; ConfigError if unknown."""
+    modes = list(dict.fromkeys(_items(text)))
+    if not modes:
+        raise ConfigError(f"--modes is empty; modes: {', '.join(MODES)}")
+    for mode in modes:
+        if mode not in MODES:
+            raise ConfigError(f"unknown mode {mode!r}; modes: {', '.join(MODES)}")
+    return modes
+
+
+def parse_thresholds(text: str) -> list[float]:
+    """Thresholds of a comma list (each 0-10); ConfigError when one is not a number in range."""
+    values: list[float] = []
+    for part in _items(text):
+        try:
+            value = float(part)
+        except ValueError:
+            raise ConfigError(f"threshold {part!r} is not a number") from None
+        if not 0 <= value <= 10:
+            raise ConfigError(f"threshold must be between 0 and 10, got {part}")
+        values.append(value)
+    if not values:
+        raise ConfigError("--threshold is empty; give a number 0-10 or a comma list")
+    return list(dict.fromkeys(values))
+
+
+def parse_score_methods(text: str) -> list[str]:
+    """Score methods of a comma list (``greedy``, ``average``)."""
+    methods = list(dict.fromkeys(_items(text)))
+    for method in methods:
+        if method not in SCORE_METHODS:
+            raise ConfigError(f"unknown score method {method!r}; "
+                              f"methods: {', '.join(SCORE_METHODS)}")
+    if not methods:
+        raise ConfigError("--score-method is empty; give greedy or average")
+    return methods
+
+
+def expand_runs(modes: Iterable[str], thresholds: Iterable[float],
+                score_methods: Iterable[str]) -> list[Run]:
+    """One run per baseline mode; one per threshold and score method for SpecReason modes."""
+    thresholds, score_methods = list(thresholds), list(score_methods)
+    runs: list[Run] = []
+    for mode in modes:
+        if mode in SPECREASON_MODES:
+            runs += [Run(mode, t, m) for t in thresholds for m in score_methods]
+        else:
+            runs.append(Run(mode))
+    return runs
+
+
+def group_by_variant(runs: Iterable[Run], sd_variant: str) -> list[tuple[str | None, list[Run]]]:
+    """Runs grouped by the base-server variant they need; the plain server first."""
+    groups: dict[str | None, list[Run]] = {}
+    for run in runs:
+        groups.setdefault(run.variant(sd_variant), []).append(run)
+    return sorted(groups.items(), key=lambda item: item[0] is not None)

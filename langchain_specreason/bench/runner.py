@@ -1,0 +1,222 @@
+"""Solve every problem in every run, one at a time, appending one result line per problem.
+
+SpecReason runs go through :func:`~..graph.create_specreason_graph` (the only implementation
+of the loop); the single-model runs through :func:`~..baselines.single_model`, with the same
+prompt, sampling and budget. Problems run one after the other so that latencies are not
+disturbed by each other. Around each problem the servers' own ``/metrics`` counters are read,
+so each result carries what the servers saw (requests, prefix-cache queries and hits).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from tqdm import tqdm
+
+from ..baselines import SingleModelRun, single_model
+from ..config import SpecReasonConfig
+from ..endpoint import Endpoint, OpenAIEndpoint
+from ..errors import ContextLengthError
+from ..graph import create_specreason_graph
+from ..metrics import (
+    CACHE_HITS,
+    CACHE_QUERIES,
+    GENERATION_TOKENS,
+    PROMPT_TOKENS,
+    REQUESTS,
+    ServerCounters,
+    scrape,
+)
+from ..stats import SpecReasonStats
+from .datasets import Problem
+from .grading import grade
+from .modes import SPECREASON_MODES, Run
+from .prompts import build_prompt
+from .results import JsonlAppender, ResultKey
+from .servers import ServerPair
+
+COUNTERS = {"requests": REQUESTS, "prompt_tokens": PROMPT_TOKENS,
+            "generation_tokens": GENERATION_TOKENS, "prefix_cache_queries": CACHE_QUERIES,
+            "prefix_cache_hits": CACHE_HITS}
+"""The server counters recorded per problem and per run (our names: vLLM's names)."""
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """Settings shared by every run of a benchmark (a resumed run must use the same)."""
+
+    budget: int = 1024
+    step_max_tokens: int = 256
+    answer_max_tokens: int = 512
+    temperature: float = 0.0
+    seed: int = 0
+    family: str = "instruct"
+
+    def config(self, run: Run) -> SpecReasonConfig:
+        """The SpecReason config of ``run`` (baselines use its budget and sampling)."""
+        extra: dict[str, Any] = {}
+        if run.threshold is not None:
+            extra["threshold"] = run.threshold
+        if run.score_method is not None:
+            extra["score_method"] = run.score_method
+        return SpecReasonConfig(
+            budget=self.budget, step_max_tokens=self.step_max_tokens,
+            answer_max_tokens=self.answer_max_tokens, temperature=self.temperature,
+            seed=self.seed, **extra,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain dict (for ``meta.json``)."""
+        return asdict(self)
+
+
+def baseline_stats(alone: SingleModelRun, wall_s: float, *, by_draft: bool) -> SpecReasonStats:
+    """Stats of a single-model reply: its time counts as ``draft`` or as ``answer`` time."""
+    return SpecReasonStats(
+        steps_drafted=0, steps_kept=0, steps_rewritten=0, steps_base=0, steps_dropped=0,
+        draft_tokens=alone.tokens if by_draft else 0, base_tokens=0 if by_draft else alone.tokens,
+        judge_calls=0, judge_prompt_tokens=0, judge_cached_tokens=0, trace_tokens=alone.tokens,
+        answer_tokens=0, draft_s=alone.seconds if by_draft else 0.0,
+        judge_s=0.0, regenerate_s=0.0, answer_s=0.0 if by_draft else alone.seconds,
+        wall_s=wall_s, stop="budget" if alone.finish_reason == "length" else "end",
+    )
+
+
+def failed_stats(wall_s: float) -> SpecReasonStats:
+    """Stats of a problem that could not be answered (its prompt does not fit)."""
+    return SpecReasonStats.from_state({}, wall_s=wall_s)
+
+
+class Solver:
+    """Answers problems in one run over one draft and one base endpoint."""
+
+    def __init__(self, run: Run, draft: Endpoint, base: Endpoint, settings: BenchSettings):
+        self.run = run
+        self.config = settings.config(run)
+        self.endpoint = draft if run.mode == "draft" else base
+        self.graph = (create_specreason_graph(draft, base, config=self.config,
+                                              family=settings.family)
+                      if run.mode in SPECREASON_MODES else None)
+
+    async def answer(self, prompt: str) -> tuple[str, SpecReasonStats]:
+        """The reply to ``prompt`` and what producing it cost (wall time included)."""
+        messages = [{"role": "user", "content": prompt}]
+        start = time.perf_counter()
+        if self.graph is not None:
+            state = await self.graph.ainvoke({"messages": messages})
+            wall = time.perf_counter() - start
+            return state["answer"], SpecReasonStats.from_state(state, wall_s=wall)
+        alone = await single_model(self.endpoint, messages, self.config)
+        wall = time.perf_counter() - start
+        return alone.text, baseline_stats(alone, wall, by_draft=self.run.mode == "draft")
+
+    async def solve(self, problem: Problem) -> dict[str, Any]:
+        """One result line: the run, the problem, the grade, the stats and the reply."""
+        error = None
+        start = time.perf_counter()
+        try:
+            reply, stats = await self.answer(build_prompt(problem))
+        except ContextLengthError as exc:  # this problem cannot run here; the others can
+            reply, stats, error = "", failed_stats(time.perf_counter() - start), str(exc)
+        graded = grade(problem.grader, reply, problem.gold)
+        return {
+            "mode": self.run.mode, "threshold": self.run.threshold,
+            "score_method": self.run.score_method, "problem_id": problem.id,
+            "correct": graded.correct, "prediction": graded.prediction, "gold": problem.gold,
+            "grader": problem.grader, "latency_s": stats.wall_s, **stats.as_dict(),
+            "error": error, "reply": reply, "finished_at": datetime.now(UTC).isoformat(),
+        }
+
+
+async def snapshot(url: str) -> ServerCounters | None:
+    """A server's counters now (``None`` when its ``/metrics`` cannot be read)."""
+    try:
+        return await scrape(url)
+    except (httpx.HTTPError, ValueError):
+        return None
+
+
+def counter_delta(after: ServerCounters | None,
+                  before: ServerCounters | None) -> dict[str, float] | None:
+    """The recorded counters' growth between two snapshots (``None`` if one is missing)."""
+    if after is None or before is None:
+        return None
+    diff = after - before
+    return {name: diff[metric] for name, metric in COUNTERS.items()}
+
+
+def hit_rate(delta: dict[str, float] | None) -> float | None:
+    """Prefix-cache hit rate of a counters delta (``None``: no queries or no counters)."""
+    if not delta or not delta.get("prefix_cache_queries"):
+        return None
+    return delta["prefix_cache_hits"] / delta["prefix_cache_queries"]
+
+
+@dataclass
+class Sinks:
+    """Where a group writes: the two JSONL files and the progress bar."""
+
+    results: JsonlAppender
+    runs: JsonlAppender
+    bar: tqdm[Any]
+
+
+async def run_group(
+    pair: ServerPair,
+    runs: Sequence[Run],
+    problems: Sequence[Problem],
+    done: set[ResultKey],
+    settings: BenchSettings,
+    sinks: Sinks,
+    *,
+    endpoints: tuple[Endpoint, Endpoint] | None = None,
+    metrics: bool = True,
+) -> int:
+    """Solve the problems of each run not yet in ``done``; returns how many were solved."""
+    draft, base = endpoints or (OpenAIEndpoint(pair.draft_url, name="draft"),
+                                OpenAIEndpoint(pair.base_url, name="base"))
+    solved = 0
+    for run in runs:
+        todo = [p for p in problems if run.key(p.id) not in done]
+        if not todo:
+            continue
+        solver = Solver(run, draft, base, settings)
+        sinks.bar.set_postfix_str(run.label)
+        started, clock = datetime.now(UTC).isoformat(), time.perf_counter()
+        first = now = await _snapshots(pair, metrics)
+        for problem in todo:
+            record = await solver.solve(problem)
+            after = await _snapshots(pair, metrics)
+            record["variant"] = pair.variant
+            record["server"] = {role: counter_delta(after[role], now[role]) for role in after}
+            record["base_prefix_cache_hit_rate"] = hit_rate(record["server"]["base"])
+            sinks.results.write(record)
+            done.add(run.key(problem.id))
+            sinks.bar.update(1)
+            solved += 1
+            now = after
+        sinks.runs.write(_run_record(run, pair, len(todo), started, clock, first, now))
+    return solved
+
+
+async def _snapshots(pair: ServerPair, metrics: bool) -> dict[str, ServerCounters | None]:
+    if not metrics:
+        return {"draft": None, "base": None}
+    return {"draft": await snapshot(pair.draft_url), "base": await snapshot(pair.base_url)}
+
+
+def _run_record(run: Run, pair: ServerPair, problems: int, started: str, clock: float,
+                first: dict[str, ServerCounters | None],
+                last: dict[str, ServerCounters | None]) -> dict[str, Any]:
+    server = {role: counter_delta(last[role], first[role]) for role in last}
+    return {
+        "mode": run.mode, "threshold": run.threshold, "score_method": run.score_method,
+        "variant": pair.variant, "draft_url": pair.draft_url, "base_url": pair.base_url,
+        "problems": problems, "started_at": started, "seconds": time.perf_counter() - clock,
+        "server": server, "base_prefix_cache_hit_rate": hit_rate(server["base"]),
+    }

@@ -1,0 +1,103 @@
+"""The servers a group of runs talks to: started from a profile, or given as URLs.
+
+Runs needing token-level speculative decoding (``sd``, ``specreason+sd``) need a base server
+started with the profile's speculative variant, so with a profile the benchmark starts and
+stops a :class:`~..serving.launcher.Launcher` per variant. With URLs, the caller names the
+speculative base server (``--sd-base-url``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from ..errors import ConfigError
+from ..serving.launcher import Launcher
+from ..serving.profiles import Profile, load_profile
+
+
+@dataclass(frozen=True)
+class ServerPair:
+    """A draft and a base server, and (when the benchmark started them) their profile."""
+
+    variant: str | None
+    draft_url: str
+    base_url: str
+    profile: Profile | None = field(default=None, compare=False)
+
+    def describe(self) -> dict[str, Any]:
+        """URLs, served models and (when known) the servers' flags, for ``meta.json``."""
+        out: dict[str, Any] = {"variant": self.variant, "started_by_bench": bool(self.profile)}
+        for role, url in (("draft", self.draft_url), ("base", self.base_url)):
+            info: dict[str, Any] = {"url": url, "models": served_models(url)}
+            if self.profile is not None:
+                spec = self.profile.draft if role == "draft" else self.profile.base
+                info.update(model=spec.model, args=list(spec.args), env=dict(spec.env))
+            out[role] = info
+        if self.profile is not None:
+            out["profile"] = self.profile.name
+        return out
+
+
+@dataclass(frozen=True)
+class ServerSource:
+    """Where the servers come from: a profile to launch, or running servers' URLs."""
+
+    profile: str
+    draft_url: str | None = None
+    base_url: str | None = None
+    sd_base_url: str | None = None
+
+    def __post_init__(self) -> None:
+        if bool(self.draft_url) != bool(self.base_url):
+            raise ConfigError("give both --draft-url and --base-url, or neither "
+                              "(then the profile's servers are started)")
+        if self.sd_base_url and not self.draft_url:
+            raise ConfigError("--sd-base-url goes with --draft-url and --base-url")
+
+    @property
+    def explicit(self) -> bool:
+        """True when running servers are given by URL."""
+        return bool(self.draft_url)
+
+    def check(self, variants: list[str | None]) -> None:
+        """Fail before any work when a needed variant cannot be served."""
+        for variant in variants:
+            if variant is None:
+                continue
+            if self.explicit and not self.sd_base_url:
+                raise ConfigError(
+                    f"modes sd and specreason+sd need a base server with speculative decoding "
+                    f"({variant}): give --sd-base-url, or drop --draft-url/--base-url to let "
+                    "the benchmark start the profile's servers"
+                )
+            if not self.explicit:
+                load_profile(self.profile, variant=variant)  # raises for an unknown variant
+
+    @contextlib.contextmanager
+    def servers(self, variant: str | None) -> Iterator[ServerPair]:
+        """The servers of ``variant`` for the duration of the block (started and stopped)."""
+        if self.explicit:
+            assert self.draft_url and self.base_url
+            base = self.sd_base_url if variant is not None else self.base_url
+            assert base is not None
+            yield ServerPair(variant, self.draft_url, base)
+            return
+        profile = load_profile(self.profile, variant=variant)
+        with Launcher(profile) as launcher:
+            yield ServerPair(variant, launcher.urls["draft"], launcher.urls["base"], profile)
+
+
+def served_models(url: str, *, timeout: float = 10.0) -> list[dict[str, Any]]:
+    """What ``GET /v1/models`` lists (id, root, max_model_len); ``[{"error": ...}]`` if down."""
+    try:
+        resp = httpx.get(f"{url.rstrip('/')}/models", timeout=timeout)
+        resp.raise_for_status()
+        data = resp.json().get("data") or []
+    except (httpx.HTTPError, ValueError) as exc:
+        return [{"error": f"{type(exc).__name__}: {exc}"[:200]}]
+    return [{k: m.get(k) for k in ("id", "root", "max_model_len")} for m in data]

@@ -1,0 +1,516 @@
+"""ChatSpecReason: a LangChain chat model that answers through the SpecReason graph."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from typing import Any, Literal, TypeVar
+
+import httpx
+from langchain_core.callbacks import (
+    AsyncCallbackManager,
+    AsyncCallbackManagerForLLMRun,
+    CallbackManagerForLLMRun,
+)
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.language_models.chat_models import BaseChatModel, LangSmithParams
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages.ai import UsageMetadata
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_core.utils import from_env, secret_from_env
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
+
+from .config import ScoreMethod, SpecReasonConfig
+from .endpoint import Endpoint, OpenAIEndpoint
+from .errors import ConfigError, ContextLengthError
+from .formats import get_format, to_openai_messages
+from .graph import create_specreason_graph
+from .stats import SpecReasonStats
+
+T = TypeVar("T")
+_Parent = AsyncCallbackManagerForLLMRun | CallbackManagerForLLMRun
+"""The chat model's run: its handlers, tags and metadata parent the graph's child runs."""
+
+
+class ChatSpecReason(BaseChatModel):
+    """Chat model that reasons with SpecReason over a draft and a base vLLM server.
+
+    A small draft model writes each reasoning step; the base model scores it in one forward
+    pass and rewrites only the steps that score below ``threshold``; then the base model writes
+    the answer. Drop it in wherever a chat model goes: chains, RAG, LangGraph agents.
+
+    Setup:
+        Start two OpenAI-compatible servers (e.g. ``specreason serve --profile cpu``) and
+        export their URLs:
+
+        .. code-block:: bash
+
+            pip install langchain-specreason
+            export SPECREASON_DRAFT_URL=http://127.0.0.1:8201/v1
+            export SPECREASON_BASE_URL=http://127.0.0.1:8202/v1
+
+    Key init args — SpecReason:
+        threshold: float
+            Keep a draft step when the base model scores it at least this (0-9; 10 rewrites
+            every step).
+        budget: int
+            Token budget of the reasoning (kept steps).
+        family: str
+            ``"instruct"`` (the reply is the reasoning) or ``"think"`` (``<think>`` models).
+
+    Key init args — completion:
+        temperature: float
+            Sampling temperature of steps and answer.
+        max_tokens: Optional[int]
+            Cap on the answer's tokens.
+        stop: Optional[list[str]]
+            Stop sequences of the answer.
+
+    Key init args — client:
+        draft_url, base_url: str
+            OpenAI-compatible base URLs (env ``SPECREASON_DRAFT_URL`` / ``SPECREASON_BASE_URL``).
+        draft_model, base_model: Optional[str]
+            Served model names (default: the one model each server lists).
+        api_key, draft_api_key: Optional[SecretStr]
+            Keys (env ``SPECREASON_BASE_API_KEY`` / ``SPECREASON_DRAFT_API_KEY``).
+        timeout: Optional[float]
+            Seconds per server call.
+        max_retries: int
+            Retries of transient server errors (connection, 408, 429, 5xx).
+
+    Instantiate:
+        .. code-block:: python
+
+            from langchain_specreason import ChatSpecReason
+
+            llm = ChatSpecReason(threshold=7, budget=1024, temperature=0)
+
+    Invoke:
+        .. code-block:: python
+
+            msg = llm.invoke([("user", "What is 12*7? Think step by step.")])
+            print(msg.content)
+
+    Stream:
+        .. code-block:: python
+
+            for chunk in llm.stream("What is 12*7?"):
+                print(chunk.content, end="", flush=True)
+
+        Kept steps arrive as soon as they are kept (as ``content`` for the instruct family,
+        as ``additional_kwargs["reasoning_content"]`` for the think family), then the answer
+        tokens as the base server streams them.
+
+    Async:
+        .. code-block:: python
+
+            msg = await llm.ainvoke("What is 12*7?")
+            async for chunk in llm.astream("What is 12*7?"):
+                ...
+            msgs = await llm.abatch(["2+2?", "3*3?"])
+
+    Tools:
+        .. code-block:: python
+
+            from langchain_core.tools import tool
+
+            @tool
+            def multiply(a: int, b: int) -> int:
+                \"\"\"Multiply two integers.\"\"\"
+                return a * b
+
+            msg = llm.bind_tools([multiply]).invoke("What is 123 * 456?")
+            msg.tool_calls  # [{'name': 'multiply', 'args': {'a': 123, 'b': 456}, ...}]
+
+        The answer phase is written by the base model with the tools (vLLM's tool-call parser
+        on the base server; the serve profiles enable it).
+
+    Response metadata:
+        .. code-block:: python
+
+            msg.response_metadata["specreason"]   # steps kept / rewritten, tokens, seconds
+            msg.response_metadata["tokens_by_model"]  # {"draft": ..., "base": ...}
+            msg.usage_metadata  # input / output / total, reasoning tokens in output details
+    """
+
+    model_config = ConfigDict(populate_by_name=True, arbitrary_types_allowed=True)
+
+    draft_url: str | None = Field(default_factory=from_env("SPECREASON_DRAFT_URL", default=None))
+    """OpenAI-compatible base URL of the draft server (env ``SPECREASON_DRAFT_URL``)."""
+    base_url: str | None = Field(default_factory=from_env("SPECREASON_BASE_URL", default=None))
+    """OpenAI-compatible base URL of the base server (env ``SPECREASON_BASE_URL``)."""
+    draft_model: str | None = None
+    """Served name of the draft model; default: the one model the draft server lists."""
+    base_model: str | None = Field(default=None, alias="model")
+    """Served name of the base model; default: the one model the base server lists."""
+    api_key: SecretStr | None = Field(
+        default_factory=secret_from_env("SPECREASON_BASE_API_KEY", default=None))
+    """Key of the base server (env ``SPECREASON_BASE_API_KEY``)."""
+    draft_api_key: SecretStr | None = Field(
+        default_factory=secret_from_env("SPECREASON_DRAFT_API_KEY", default=None))
+    """Key of the draft server (env ``SPECREASON_DRAFT_API_KEY``; default: ``api_key``)."""
+    family: str = "instruct"
+    """Prompt family: ``instruct`` (the reply is the reasoning) or ``think`` (``<think>``)."""
+    threshold: float = 7.0
+    """Keep a draft step whose score is at least this (0 keeps all, 10 rewrites all)."""
+    score_method: ScoreMethod = "greedy"
+    """``greedy`` (the judge's digit) or ``average`` (probability-weighted over the digits)."""
+    budget: int = 8192
+    """Token budget of the reasoning."""
+    step_max_tokens: int = 512
+    """Cap on one step's tokens."""
+    first_n_base_steps: int = 0
+    """The base model writes the first n steps itself."""
+    delimiter: str = "\n\n"
+    """Text that ends a step."""
+    repeat_window: int = 8
+    """Stop when a step repeats one of the last n kept steps."""
+    answer_by: Literal["base", "draft"] = "base"
+    """Which model writes the answer after the reasoning."""
+    temperature: float = 0.6
+    """Sampling temperature of steps and answer (the judge is greedy)."""
+    top_p: float = 0.95
+    """Nucleus sampling of steps and answer."""
+    seed: int | None = None
+    """Sampling seed sent to both servers."""
+    max_tokens: int | None = None
+    """Cap on the answer's tokens (default 1024)."""
+    stop: list[str] | None = Field(default=None, alias="stop_sequences")
+    """Stop sequences of the answer."""
+    timeout: float | None = None
+    """Seconds per server call (default 600)."""
+    max_retries: int = 2
+    """Retries of transient server errors."""
+    streaming: bool = False
+    """Stream by default in ``invoke`` (kept for compatibility; ``stream()`` always streams)."""
+
+    _graph: Any = PrivateAttr(default=None)
+    _endpoints: dict[str, Endpoint] = PrivateAttr(default_factory=dict)
+    _window: int | None = PrivateAttr(default=None)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        # Checked here, not in a pydantic validator, so the error stays a ConfigError.
+        self.spec_config()
+        get_format(self.family)
+
+    # -- wiring ---------------------------------------------------------------------------
+    def spec_config(self) -> SpecReasonConfig:
+        """The :class:`SpecReasonConfig` these fields describe."""
+        return SpecReasonConfig(
+            threshold=self.threshold, score_method=self.score_method, budget=self.budget,
+            step_max_tokens=self.step_max_tokens, first_n_base_steps=self.first_n_base_steps,
+            delimiter=self.delimiter, temperature=self.temperature, top_p=self.top_p,
+            seed=self.seed, repeat_window=self.repeat_window, answer_by=self.answer_by,
+            answer_max_tokens=self.max_tokens or 1024,
+        )
+
+    def endpoint(self, role: Literal["draft", "base"]) -> Endpoint:
+        """The endpoint of ``role``, built once."""
+        if role not in self._endpoints:
+            url = self.draft_url if role == "draft" else self.base_url
+            if not url:
+                env = f"SPECREASON_{role.upper()}_URL"
+                raise ConfigError(f"no {role} server URL: pass {role}_url= or set {env}")
+            key = self.draft_api_key or self.api_key if role == "draft" else self.api_key
+            self._endpoints[role] = OpenAIEndpoint(
+                url, name=role, model=self.draft_model if role == "draft" else self.base_model,
+                api_key=key, timeout=self.timeout or 600.0, max_retries=self.max_retries,
+            )
+        return self._endpoints[role]
+
+    @property
+    def graph(self) -> Any:
+        """The compiled SpecReason graph this model runs."""
+        if self._graph is None:
+            self._graph = create_specreason_graph(
+                self.endpoint("draft"), self.endpoint("base"), config=self.spec_config(),
+                family=self.family, name="specreason")
+        return self._graph
+
+    @property
+    def _llm_type(self) -> str:
+        return "specreason"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"draft_url": self.draft_url, "base_url": self.base_url,
+                "draft_model": self.draft_model, "base_model": self.base_model,
+                "family": self.family, **self.spec_config().as_dict()}
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        params = LangSmithParams(
+            ls_provider="specreason",
+            ls_model_name=kwargs.get("model") or self.base_model or "base",
+            ls_model_type="chat",
+            ls_temperature=kwargs.get("temperature", self.temperature),
+        )
+        if max_tokens := kwargs.get("max_tokens", self.max_tokens):
+            params["ls_max_tokens"] = max_tokens
+        if stop := stop or kwargs.get("stop") or self.stop:
+            params["ls_stop"] = stop
+        return params
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Bind tools; the base model may call them in the answer phase."""
+        formatted = [convert_to_openai_tool(t) for t in tools]
+        if tool_choice == "any":
+            tool_choice = "required"
+        elif isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "required"):
+            tool_choice = {"type": "function", "function": {"name": tool_choice}}
+        return super().bind(tools=formatted, tool_choice=tool_choice, **kwargs)
+
+    # -- token counting -------------------------------------------------------------------
+    def get_num_tokens_from_messages(
+        self, messages: list[BaseMessage], tools: Sequence[Any] | None = None
+    ) -> int:
+        """Exact count through the base server's ``/tokenize``; tiktoken estimate offline."""
+        payload: dict[str, Any] = {"messages": to_openai_messages(messages)}
+        if self.base_model:
+            payload["model"] = self.base_model
+        if tools:
+            payload["tools"] = [convert_to_openai_tool(t) for t in tools]
+        if self.base_url:
+            root = self.base_url.rstrip("/").removesuffix("/v1")
+            try:
+                resp = httpx.post(f"{root}/tokenize", json=payload, timeout=10.0)
+                if resp.status_code == 200:
+                    return int(resp.json()["count"])
+            except httpx.HTTPError:
+                pass
+        return _tiktoken_estimate(payload["messages"])
+
+    def get_num_tokens(self, text: str) -> int:
+        """Tokens of ``text`` (exact through the server when reachable)."""
+        if self.base_url:
+            root = self.base_url.rstrip("/").removesuffix("/v1")
+            payload: dict[str, Any] = {"prompt": text, "add_special_tokens": False}
+            if self.base_model:
+                payload["model"] = self.base_model
+            try:
+                resp = httpx.post(f"{root}/tokenize", json=payload, timeout=10.0)
+                if resp.status_code == 200:
+                    return int(resp.json()["count"])
+            except httpx.HTTPError:
+                pass
+        return _tiktoken_estimate([{"role": "user", "content": text}]) - 4
+
+    async def _check_fits(self, messages: list[BaseMessage]) -> None:
+        if self._window is None:
+            lens = [await ep.max_model_len() for ep in map(self.endpoint, ("draft", "base"))
+                    if isinstance(ep, OpenAIEndpoint)]
+            known = [n for n in lens if n]
+            self._window = min(known) if known else 0
+        if not self._window:
+            return
+        count = await asyncio.to_thread(self.get_num_tokens_from_messages, messages)
+        if count >= self._window:
+            raise ContextLengthError(
+                "base", self.base_url or "", f"the conversation has {count} tokens; the "
+                f"servers' context window is {self._window} (max_model_len); shorten it")
+
+    # -- generation -----------------------------------------------------------------------
+    def _run_config(self, run_manager: _Parent | None, kwargs: dict[str, Any]) -> dict[str, Any]:
+        configurable: dict[str, Any] = {}
+        if kwargs.get("tools"):
+            configurable["specreason_tools"] = kwargs["tools"]
+            configurable["specreason_tool_choice"] = kwargs.get("tool_choice")
+        stop = kwargs.get("stop") or self.stop
+        if stop:
+            configurable["specreason_stop"] = stop
+        config: dict[str, Any] = {"configurable": configurable}
+        if run_manager is not None:
+            config["callbacks"] = AsyncCallbackManager(
+                handlers=run_manager.inheritable_handlers,
+                inheritable_handlers=run_manager.inheritable_handlers,
+                parent_run_id=run_manager.run_id,
+                tags=run_manager.inheritable_tags,
+                inheritable_tags=run_manager.inheritable_tags,
+                metadata=run_manager.inheritable_metadata,
+                inheritable_metadata=run_manager.inheritable_metadata,
+            )
+        return config
+
+    async def _events(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None,
+        run_manager: _Parent | None,
+        kwargs: dict[str, Any],
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        """Run the graph and turn its events into chunks; the last chunk carries metadata."""
+        await self._check_fits(messages)
+        think = get_format(self.family).thinking_end is not None
+        if stop:
+            kwargs = {**kwargs, "stop": stop}
+        config = self._run_config(run_manager, kwargs)
+        start = time.perf_counter()
+        state: dict[str, Any] = {}
+        async for mode, item in self.graph.astream(
+            {"messages": messages}, config, stream_mode=["custom", "values"]
+        ):
+            if mode == "values":
+                state = item
+                continue
+            kind = item.get("type")
+            if kind == "step":
+                chunk = (AIMessageChunk(content="",
+                                        additional_kwargs={"reasoning_content": item["text"]})
+                         if think else AIMessageChunk(content=item["text"]))
+            elif kind == "answer_delta":
+                chunk = AIMessageChunk(content=item["text"])
+            else:
+                continue
+            yield ChatGenerationChunk(message=chunk)
+        wall = time.perf_counter() - start
+        final = state["messages"][-1]
+        yield ChatGenerationChunk(message=AIMessageChunk(
+            content="", tool_call_chunks=[
+                {"name": tc["name"], "args": _json(tc["args"]), "id": tc["id"], "index": i,
+                 "type": "tool_call_chunk"} for i, tc in enumerate(final.tool_calls)],
+            usage_metadata=self._usage(state, think),
+            response_metadata=self._metadata(state, wall, bool(final.tool_calls)),
+            chunk_position="last",
+        ))
+
+    def _usage(self, state: dict[str, Any], think: bool) -> UsageMetadata:
+        trace = int(state.get("tokens_used") or 0)
+        answer = int(state.get("answer_tokens") or 0)
+        input_tokens = int(state.get("input_tokens") or 0)
+        usage = UsageMetadata(input_tokens=input_tokens, output_tokens=trace + answer,
+                              total_tokens=input_tokens + trace + answer)
+        if think:
+            usage["output_token_details"] = {"reasoning": trace}
+        return usage
+
+    def _metadata(self, state: dict[str, Any], wall: float, tool_calls: bool) -> dict[str, Any]:
+        stats = SpecReasonStats.from_state(state, wall_s=wall)
+        finish = "tool_calls" if tool_calls else state.get("answer_finish") or "stop"
+        return {
+            "model_name": getattr(self.endpoint("base"), "model", None) or self.base_model
+            or "base",
+            "draft_model_name": getattr(self.endpoint("draft"), "model", None)
+            or self.draft_model,
+            "finish_reason": finish,
+            "specreason": stats.as_dict(),
+            "tokens_by_model": {"draft": stats.draft_tokens, "base": stats.base_tokens},
+        }
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        # The base class fires on_llm_new_token for each chunk.
+        async for chunk in self._events(messages, stop, run_manager, kwargs):
+            yield chunk
+
+    async def _collect(
+        self, messages: list[BaseMessage], stop: list[str] | None, parent: _Parent | None,
+        kwargs: dict[str, Any],
+    ) -> ChatResult:
+        total: ChatGenerationChunk | None = None
+        async for chunk in self._events(messages, stop, parent, kwargs):
+            total = chunk if total is None else total + chunk
+        assert total is not None
+        message = total.message
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(
+            content=message.content, additional_kwargs=message.additional_kwargs,
+            tool_calls=getattr(message, "tool_calls", []),
+            usage_metadata=message.usage_metadata,
+            response_metadata=message.response_metadata,
+            id=message.id,
+        ))])
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return await self._collect(messages, stop, run_manager, kwargs)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return _run_sync(self._collect(messages, stop, run_manager, kwargs))
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        yield from _iter_sync(self._events(messages, stop, run_manager, kwargs))
+
+
+# -- sync bridge: one private event loop thread shared by all sync calls ------------------
+_LOOP: asyncio.AbstractEventLoop | None = None
+_LOCK = threading.Lock()
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    global _LOOP
+    with _LOCK:
+        if _LOOP is None:
+            _LOOP = asyncio.new_event_loop()
+            threading.Thread(target=_LOOP.run_forever, name="specreason-sync", daemon=True).start()
+        return _LOOP
+
+
+def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run_coroutine_threadsafe(coro, _loop()).result()
+
+
+def _iter_sync(agen: AsyncIterator[T]) -> Iterator[T]:
+    loop = _loop()
+    iterator = aiter(agen)
+    try:
+        while True:
+            try:
+                yield asyncio.run_coroutine_threadsafe(anext(iterator), loop).result()
+            except StopAsyncIteration:
+                return
+    finally:
+        closer = getattr(agen, "aclose", None)
+        if closer is not None:
+            asyncio.run_coroutine_threadsafe(closer(), loop).result()
+
+
+def _json(args: Any) -> str:
+    import json
+
+    return json.dumps(args)
+
+
+def _tiktoken_estimate(messages: list[dict[str, Any]]) -> int:
+    """Offline estimate: tiktoken's cl100k_base when its file is cached, else ~4 chars a token."""
+    texts = [m["content"] if isinstance(m.get("content"), str) else str(m.get("content") or "")
+             for m in messages]
+    try:
+        import tiktoken
+
+        encode = tiktoken.get_encoding("cl100k_base").encode
+        counts = [len(encode(t)) for t in texts]
+    except Exception:  # no network to fetch the BPE file, and none cached
+        counts = [(len(t) + 3) // 4 for t in texts]
+    return 3 + sum(4 + n for n in counts)

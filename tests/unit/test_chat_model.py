@@ -1,0 +1,116 @@
+"""ChatSpecReason behaviour pinned with scripted endpoints (no network)."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.tracers.context import collect_runs
+from pydantic import SecretStr
+
+from langchain_specreason import ChatSpecReason, ConfigError
+
+from .fakes import ScriptedEndpoint, is_judge, partial_of, score, step
+
+
+def fake_model(family: str = "instruct", **kwargs) -> ChatSpecReason:
+    def draft(req):
+        n = partial_of(req).count("\n\n")
+        if family == "think":
+            return step("Thinking done.", 3, stop="</think>") if n == 2 else step(f"T{n}.", 4)
+        return step(f"S{n}.", 4, end=n == 2)
+
+    def base(req):
+        if is_judge(req):
+            judged = req.messages[-3]["content"]  # the reply with the step under judgement
+            return score("2" if judged.endswith("S1.\n\n") else "9")
+        if req.stop is None or "\n\n" not in req.stop:
+            from langchain_specreason.endpoint import Completion
+            return Completion(text="The answer is 84.", finish_reason="stop",
+                              completion_tokens=6, prompt_tokens=30)
+        n = partial_of(req).count("\n\n")
+        return step(f"B{n}.", 5)
+
+    model = ChatSpecReason(draft_url="http://d/v1", base_url="http://b/v1", family=family,
+                           api_key=SecretStr("sk-top-secret"), **kwargs)
+    model._endpoints = {"draft": ScriptedEndpoint("draft", draft),
+                        "base": ScriptedEndpoint("base", base)}
+    model._window = 0  # no context-window lookup
+    return model
+
+
+async def test_stream_yields_each_kept_step_once_then_answer_for_think_family():
+    model = fake_model("think")
+    chunks = [c async for c in model.astream("What is 12*7?")]
+    reasoning = [c.additional_kwargs.get("reasoning_content") for c in chunks]
+    contents = [c.content for c in chunks]
+    steps = [r for r in reasoning if r]
+    assert steps == ["T0.\n\n", "T1.\n\n", "Thinking done."]
+    first_answer = next(i for i, c in enumerate(contents) if c)
+    last_reasoning = max(i for i, r in enumerate(reasoning) if r)
+    assert last_reasoning < first_answer  # all reasoning before any answer token
+    full = chunks[0]
+    for c in chunks[1:]:
+        full = full + c
+    assert full.content == "The answer is 84. "
+    assert full.additional_kwargs["reasoning_content"] == "T0.\n\nT1.\n\nThinking done."
+    assert full.content_blocks[0]["type"] == "reasoning"
+    assert full.usage_metadata["output_token_details"]["reasoning"] == 11
+    assert full.response_metadata["finish_reason"] == "stop"
+
+
+async def test_invoke_metadata_and_usage_for_instruct_family():
+    model = fake_model()
+    msg = await model.ainvoke("What is 12*7?")
+    assert msg.content == "S0.\n\nB1.\n\nS2."  # step 1 scored 2 -> rewritten by base
+    meta = msg.response_metadata
+    assert meta["model_name"] is not None and meta["finish_reason"] == "stop"
+    assert meta["specreason"]["steps_kept"] == 2 and meta["specreason"]["steps_rewritten"] == 1
+    assert meta["tokens_by_model"] == {"draft": 12, "base": 5}
+    assert msg.usage_metadata["output_tokens"] == 13
+    assert msg.usage_metadata["total_tokens"] == msg.usage_metadata["input_tokens"] + 13
+
+
+def test_sync_invoke_and_stream_share_the_async_path():
+    model = fake_model()
+    assert model.invoke("q").content == "S0.\n\nB1.\n\nS2."
+    assert "".join(c.content for c in model.stream("q")) == "S0.\n\nB1.\n\nS2."
+
+
+async def test_tracing_has_a_child_run_per_server_call_with_step_metadata():
+    model = fake_model()
+    with collect_runs() as cb:
+        await model.ainvoke("What is 12*7?")
+    runs = {}
+
+    def walk(run):
+        runs.setdefault(run.name, []).append(run)
+        for child in run.child_runs:
+            walk(child)
+
+    for run in cb.traced_runs:
+        walk(run)
+    assert "ChatSpecReason" in runs
+    judges = runs["judge_step"]
+    assert [r.extra["metadata"]["specreason_step"] for r in judges] == [0, 1, 2]
+    assert [r.outputs["decision"] for r in judges] == ["kept", "rewritten", "kept"]
+    assert [r.outputs["score"] for r in judges] == [9.0, 2.0, 9.0]
+    rewrite = runs["rewrite_step"][0]
+    assert rewrite.extra["metadata"]["specreason_decision"] == "rewritten"
+    assert rewrite.extra["metadata"]["specreason_score"] == 2.0
+    assert len(runs["draft_step"]) == 3
+    chat = runs["ChatSpecReason"][0]
+    assert "sk-top-secret" not in str(chat.serialized) + str(chat.extra) + str(chat.inputs)
+
+
+def test_missing_urls_and_bad_knobs_are_typed_errors(monkeypatch):
+    monkeypatch.delenv("SPECREASON_DRAFT_URL", raising=False)
+    monkeypatch.delenv("SPECREASON_BASE_URL", raising=False)
+    with pytest.raises(ConfigError, match="no draft server URL: pass draft_url= or set "
+                                          "SPECREASON_DRAFT_URL"):
+        ChatSpecReason().invoke("hi")
+    with pytest.raises(ConfigError, match="threshold must be between 0"):
+        ChatSpecReason(threshold=11)
+
+
+def test_secret_is_not_in_repr():
+    model = ChatSpecReason(draft_url="http://d/v1", base_url="http://b/v1", api_key="sk-xyz")
+    assert "sk-xyz" not in repr(model) and "sk-xyz" not in str(model.model_dump())
