@@ -9,6 +9,7 @@ LangGraph graph built by :func:`create_specreason_graph`; terms are defined in
 from __future__ import annotations
 
 from .baselines import SingleModelRun, single_model
+from .chat_model import ChatSpecReason
 from .config import SpecReasonConfig
 from .endpoint import ChatRequest, Completion, Endpoint, OpenAIEndpoint
 from .errors import (
@@ -24,7 +25,6 @@ from .errors import (
     SpecReasonError,
 )
 from .formats import FORMATS, PlainFormat, PromptFormat, TagFormat
-from .chat_model import ChatSpecReason
 from .graph import create_specreason_graph
 from .judges import BaseModelJudge, Judge, Verdict
 from .state import SpecReasonState, StepRecord

@@ -308,7 +308,8 @@ class ChatSpecReason(BaseChatModel):
 
     async def _check_fits(self, messages: list[BaseMessage]) -> None:
         if self._window is None:
-            lens = [await ep.max_model_len() for ep in map(self.endpoint, ("draft", "base"))
+            endpoints = [self.endpoint("draft"), self.endpoint("base")]
+            lens = [await ep.max_model_len() for ep in endpoints
                     if isinstance(ep, OpenAIEndpoint)]
             known = [n for n in lens if n]
             self._window = min(known) if known else 0
@@ -430,7 +431,7 @@ class ChatSpecReason(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=AIMessage(
             content=message.content, additional_kwargs=message.additional_kwargs,
             tool_calls=getattr(message, "tool_calls", []),
-            usage_metadata=message.usage_metadata,
+            usage_metadata=getattr(message, "usage_metadata", None),
             response_metadata=message.response_metadata,
             id=message.id,
         ))])
@@ -484,10 +485,14 @@ def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
 def _iter_sync(agen: AsyncIterator[T]) -> Iterator[T]:
     loop = _loop()
     iterator = aiter(agen)
+
+    async def step() -> T:
+        return await anext(iterator)
+
     try:
         while True:
             try:
-                yield asyncio.run_coroutine_threadsafe(anext(iterator), loop).result()
+                yield asyncio.run_coroutine_threadsafe(step(), loop).result()
             except StopAsyncIteration:
                 return
     finally:

@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--threshold", type=float, default=7.0)
     demo.add_argument("--budget", type=int, default=1024)
     demo.add_argument("--temperature", type=float, default=0.0)
+    from .bench.command import add_parser as add_bench_parser
+
+    add_bench_parser(sub)
     return parser
 
 
@@ -81,6 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .demo import run_demo
 
             return asyncio.run(run_demo(args))
+        if args.command == "bench":
+            from .bench.command import run as run_bench
+
+            return asyncio.run(run_bench(args))
     except SpecReasonError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -114,7 +121,7 @@ def _models(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     from .serving.launcher import Launcher
-    from .serving.profiles import list_profiles, load_profile
+    from .serving.profiles import Role, list_profiles, load_profile
 
     if args.list:
         for name in list_profiles():
@@ -127,7 +134,7 @@ def _serve(args: argparse.Namespace) -> int:
         base_model=args.base_model, draft_port=args.draft_port, base_port=args.base_port,
         host=args.host, extra_args={"draft": args.draft_arg, "base": args.base_arg},
     )
-    roles = (args.only,) if args.only else ("draft", "base")
+    roles: tuple[Role, ...] = (args.only,) if args.only else ("draft", "base")
     from pathlib import Path
 
     launcher = Launcher(profile, roles=roles, echo=True,

@@ -15,7 +15,8 @@ def format_event(event: dict[str, Any]) -> str | None:
     """One line for a step event; ``None`` for events shown elsewhere (answer deltas)."""
     kind = event.get("type")
     if kind == "drafted":
-        return f"  step {event['step']:>2} drafted  ({event['tokens']} tok, {event['seconds']:.1f} s)"
+        return (f"  step {event['step']:>2} drafted  ({event['tokens']} tok, "
+                f"{event['seconds']:.1f} s)")
     if kind == "scored":
         verdict = "accept" if event["accepted"] else "reject"
         return f"  step {event['step']:>2} scored   {event['score']:.1f} -> {verdict} " \

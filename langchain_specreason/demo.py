@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import sys
 import time
+from typing import Any
 
 from .baselines import single_model
 from .config import SpecReasonConfig
@@ -41,7 +42,7 @@ async def run_demo(args: argparse.Namespace) -> int:
         config = SpecReasonConfig(threshold=args.threshold, budget=args.budget,
                                   temperature=args.temperature, seed=0)
         graph = create_specreason_graph(draft, base, config=config, family=profile.family)
-        messages = [("user", args.question)]
+        messages: list[Any] = [("user", args.question)]
         print(f"\nquestion: {args.question}\n\nSpecReason (draft {await draft.model_name()}, "
               f"base {await base.model_name()}, threshold {config.threshold:g}):", flush=True)
         start = time.perf_counter()

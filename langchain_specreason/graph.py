@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, TypeVar
 
 from langchain_core.callbacks import AsyncCallbackManager
@@ -39,7 +39,7 @@ from .config import SpecReasonConfig
 from .endpoint import ChatRequest, Completion, Endpoint
 from .formats import PromptFormat, continue_messages, get_format, to_openai_messages
 from .judges import BaseModelJudge, Judge
-from .state import PendingStep, SpecReasonState, StepRecord
+from .state import Decision, PendingStep, SpecReasonState, StepRecord
 
 NODES = ("start", "draft", "judge", "accept", "regenerate", "answer")
 """The graph's node names. Stable: traces, tests and UIs refer to them."""
@@ -87,7 +87,9 @@ def step_finish(done: Completion, delimiter: str, thinking_end: str | None) -> t
     return done.text, "end"
 
 
-def apply_step(state: SpecReasonState, record: StepRecord, config: SpecReasonConfig) -> dict[str, Any]:
+def apply_step(
+    state: SpecReasonState, record: StepRecord, config: SpecReasonConfig
+) -> dict[str, Any]:
     """State update for a step about to be kept: append it, then apply the stop rules.
 
     A step repeating one of the last ``repeat_window`` kept steps (whitespace-insensitive) is
@@ -236,7 +238,7 @@ def create_specreason_graph(
     async def regenerate(state: SpecReasonState, config: RunnableConfig) -> dict[str, Any]:
         pending = state.get("pending")
         index = len(state.get("steps") or [])
-        decision = "rewritten" if pending else "base"
+        decision: Decision = "rewritten" if pending else "base"
         request = step_request(state)
         done = await traced_call(
             config, "rewrite_step",
@@ -338,7 +340,8 @@ def create_specreason_graph(
     builder.add_node("regenerate", regenerate)
     builder.add_node("answer", answer)
     builder.add_edge(START, "start")
-    route = {"draft": "draft", "regenerate": "regenerate", "answer": "answer"}
+    route: dict[Hashable, str] = {"draft": "draft", "regenerate": "regenerate",
+                                  "answer": "answer"}
     for node in ("start", "accept", "regenerate"):
         builder.add_conditional_edges(node, lambda s: next_node(s, cfg), route)
     builder.add_conditional_edges(

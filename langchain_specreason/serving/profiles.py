@@ -3,7 +3,7 @@
 A profile is a TOML file in ``serve/profiles/`` (shipped inside the wheel as package data)::
 
     description = "..."
-    device = "cpu"            # "cpu": python -m vllm.entrypoints.openai.api_server; "gpu": vllm serve
+    device = "cpu"            # cpu: the api_server module entry point; gpu: `vllm serve`
     family = "instruct"       # prompt family of the pair (see langchain_specreason.formats)
 
     [draft]                   # and [base]
@@ -94,7 +94,7 @@ def load_profile(
     draft_port: int | None = None,
     base_port: int | None = None,
     host: str | None = None,
-    extra_args: dict[Role, list[str]] | None = None,
+    extra_args: dict[str, list[str]] | None = None,
 ) -> Profile:
     """Load profile ``name`` (a profile name or a path to a TOML file) with overrides applied."""
     path = Path(name)
@@ -114,7 +114,8 @@ def load_profile(
     if device not in ("cpu", "gpu"):
         raise ConfigError(f"profile {path.stem!r}: device must be 'cpu' or 'gpu', not {device!r}")
     servers = {}
-    for role in ("draft", "base"):
+    roles: tuple[Role, Role] = ("draft", "base")
+    for role in roles:
         section = data.get(role)
         if not isinstance(section, dict) or "model" not in section or "port" not in section:
             raise ConfigError(f"profile {path.stem!r}: [{role}] needs at least model and port")
@@ -122,16 +123,16 @@ def load_profile(
         if variant is not None:
             args += list(variants[variant].get(role, {}).get("args", []))
         spec = ServerSpec(
-            role=role,  # type: ignore[arg-type]
-            model=section["model"],
-            served_name=section.get("served_name", section["model"]),
+            role=role,
+            model=str(section["model"]),
+            served_name=str(section.get("served_name", section["model"])),
             port=int(section["port"]),
             host=section.get("host", "127.0.0.1"),
             args=tuple(str(a) for a in args),
             env=tuple((str(k), str(v)) for k, v in section.get("env", {}).items()),
         )
         servers[role] = spec
-    overrides: dict[Role, dict[str, object]] = {"draft": {}, "base": {}}
+    overrides: dict[str, dict[str, object]] = {"draft": {}, "base": {}}
     if draft_model:
         overrides["draft"].update(model=draft_model, served_name=Path(draft_model).name)
     if base_model:

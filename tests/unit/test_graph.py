@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -189,7 +191,7 @@ async def test_prefixes_are_byte_stable_across_calls():
     base = ScriptedEndpoint("base", base_of("9"))
     await create_specreason_graph(draft, base).ainvoke(QUESTION)
     partials = [partial_of(r) for r in draft.requests]
-    for earlier, later in zip(partials, partials[1:], strict=False):
+    for earlier, later in itertools.pairwise(partials):
         assert later.startswith(earlier)
     judged = [j.messages[-3]["content"] for j in base.judge_calls()]
     assert judged == ["One.\n\n", "One.\n\nTwo.\n\n", "One.\n\nTwo.\n\nThree."]
