@@ -36,5 +36,9 @@ lint: venv
 serve: venv                     ## start the cpu-test pair in the foreground (Ctrl-C stops it)
 	$(BIN)/specreason serve --profile cpu-test
 
+bench: venv                     ## the committed benchmark (long: about an hour per mode on 2 cores)
+	$(BIN)/specreason bench --profile cpu --dataset gsm8k --limit 20 \
+	    --modes base,draft,specreason,sd,specreason+sd --threshold 5,7,9
+
 clean:
 	rm -rf $(VENV)

@@ -74,7 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``specreason`` console script."""
     args = build_parser().parse_args(argv)
+    # Ctrl-C and SIGTERM both stop what we started. SIGINT is set explicitly because a shell
+    # that starts us in the background hands us SIGINT ignored.
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGINT, _raise_interrupt)
     try:
         if args.command == "models":
             return _models(args)

@@ -9,6 +9,7 @@ speculative base server (``--sd-base-url``).
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,7 +89,10 @@ class ServerSource:
             yield ServerPair(variant, self.draft_url, base)
             return
         profile = load_profile(self.profile, variant=variant)
-        with Launcher(profile) as launcher:
+        launcher = Launcher(profile)
+        print(f"bench: starting the {profile.name}{'/' + variant if variant else ''} servers "
+              f"(logs: {launcher.log_dir})", file=sys.stderr, flush=True)
+        with launcher:
             yield ServerPair(variant, launcher.urls["draft"], launcher.urls["base"], profile)
 
 

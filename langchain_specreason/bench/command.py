@@ -1,0 +1,185 @@
+"""``specreason bench``: run modes over a dataset into a folder, resumably; ``bench report DIR``.
+
+::
+
+    specreason bench --profile cpu --dataset gsm8k --limit 20 --modes base,specreason
+    specreason bench --draft-url URL --base-url URL --dataset my.jsonl --threshold 5,7,9
+    specreason bench report runs/bench-gsm8k-20250101-120000
+
+Everything is validated before a server starts. The folder (``--out``) gets ``results.jsonl``,
+``runs.jsonl``, ``meta.json``, ``summary.md``, ``summary.json`` and two PNG plots; rerunning
+with the same ``--out`` skips the (mode, threshold, score method, problem) already done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from ..errors import ConfigError
+from ..serving.profiles import load_profile
+from .datasets import GRADERS, Problem, is_file_dataset, load_problems
+from .meta import MetaFile
+from .modes import (
+    MODES,
+    SCORE_METHODS,
+    Run,
+    expand_runs,
+    group_by_variant,
+    parse_modes,
+    parse_score_methods,
+    parse_thresholds,
+)
+from .report import write_report
+from .results import RESULTS, RUNS, JsonlAppender, ResultKey, done_keys, read_records
+from .runner import BenchSettings, Sinks, run_group
+from .servers import ServerSource
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add ``bench`` (and ``bench report DIR``) to the ``specreason`` subcommands."""
+    p = subparsers.add_parser("bench", help="benchmark SpecReason against its baselines",
+                              description="Benchmark SpecReason against its baselines "
+                                          "(accuracy, latency); resumable.")
+    servers = p.add_argument_group("servers")
+    servers.add_argument("--profile", default="cpu",
+                         help="serve profile whose servers are started (default: cpu)")
+    servers.add_argument("--draft-url", help="use this running draft server instead")
+    servers.add_argument("--base-url", help="use this running base server instead")
+    servers.add_argument("--sd-base-url",
+                         help="with --draft-url/--base-url: base server running speculative "
+                              "decoding, for modes sd and specreason+sd")
+    servers.add_argument("--sd-variant", default="sd",
+                         help="profile variant for modes sd and specreason+sd (sd: draft_model "
+                              "speculator; ngram)")
+    servers.add_argument("--family", help="prompt family (default: the profile's)")
+    data = p.add_argument_group("problems")
+    data.add_argument("--dataset", default="gsm8k",
+                      help="gsm8k, math500, aime2024, gpqa-diamond, or a .jsonl path")
+    data.add_argument("--question-field", default="question", help="JSONL: question field")
+    data.add_argument("--answer-field", default="answer", help="JSONL: gold answer field")
+    data.add_argument("--id-field", help="JSONL: problem id field (default: line number)")
+    data.add_argument("--grader", default="auto", choices=["auto", *GRADERS],
+                      help="JSONL: how answers are graded (auto: from the gold answer)")
+    data.add_argument("--limit", type=int, help="only the first N problems")
+    runs = p.add_argument_group("runs")
+    runs.add_argument("--modes", default="base,specreason",
+                      help=f"comma list of {', '.join(MODES)} (default: base,specreason)")
+    runs.add_argument("--threshold", default="7",
+                      help="SpecReason threshold 0-10; a comma list sweeps (default: 7)")
+    runs.add_argument("--score-method", default="greedy",
+                      help=f"{' or '.join(SCORE_METHODS)}; a comma list sweeps")
+    runs.add_argument("--budget", type=int, default=1024, help="reasoning token budget")
+    runs.add_argument("--step-max-tokens", type=int, default=256, help="cap on one step")
+    runs.add_argument("--answer-max-tokens", type=int, default=512, help="cap on the answer")
+    runs.add_argument("--temperature", type=float, default=0.0)
+    runs.add_argument("--seed", type=int, default=0, help="sampling and shuffling seed")
+    output = p.add_argument_group("output")
+    output.add_argument("--out", help="result folder; reuse one to resume "
+                                      "(default: runs/bench-<dataset>-<timestamp>)")
+    output.add_argument("--report-only", action="store_true",
+                        help="only regenerate summary and plots of --out")
+    output.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sub = p.add_subparsers(dest="bench_command", metavar="{report}")
+    report = sub.add_parser("report", help="regenerate summary.md and plots of a result folder")
+    report.add_argument("dir", help="the result folder (holding results.jsonl)")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything a benchmark will do, checked before any server starts."""
+
+    out: Path
+    problems: list[Problem]
+    groups: list[tuple[str | None, list[Run]]]
+    settings: BenchSettings
+    source: ServerSource
+    meta_settings: dict[str, Any]
+
+
+def default_out(dataset: str, now: datetime | None = None) -> Path:
+    """``runs/bench-<dataset>-<timestamp>``."""
+    name = Path(dataset).stem if is_file_dataset(dataset) else dataset
+    return Path("runs") / f"bench-{name}-{(now or datetime.now()):%Y%m%d-%H%M%S}"
+
+
+def make_plan(args: argparse.Namespace) -> Plan:
+    """Parse and validate the flags, load the problems (raises typed errors)."""
+    all_runs = expand_runs(parse_modes(args.modes), parse_thresholds(args.threshold),
+                           parse_score_methods(args.score_method))
+    source = ServerSource(args.profile, args.draft_url, args.base_url, args.sd_base_url)
+    groups = group_by_variant(all_runs, args.sd_variant)
+    source.check([variant for variant, _ in groups])
+    settings = BenchSettings(
+        budget=args.budget, step_max_tokens=args.step_max_tokens,
+        answer_max_tokens=args.answer_max_tokens, temperature=args.temperature, seed=args.seed,
+        family=args.family or load_profile(args.profile).family,
+    )
+    for run in all_runs:
+        settings.config(run)  # raises ConfigError for a bad budget, temperature...
+    problems = load_problems(
+        args.dataset, question_field=args.question_field, answer_field=args.answer_field,
+        id_field=args.id_field, grader=args.grader, limit=args.limit, seed=args.seed,
+    )
+    dataset: dict[str, Any] = {"dataset": args.dataset}
+    if is_file_dataset(args.dataset):
+        dataset = {"dataset": str(Path(args.dataset).resolve()),
+                   "question_field": args.question_field, "answer_field": args.answer_field,
+                   "id_field": args.id_field, "grader": args.grader}
+    return Plan(Path(args.out) if args.out else default_out(args.dataset), problems, groups,
+                settings, source, {**dataset, **settings.as_dict()})
+
+
+def count_done(plan: Plan, done: set[ResultKey]) -> tuple[int, int]:
+    """``(already done, total)`` over the plan's (run, problem) pairs."""
+    keys = [run.key(p.id) for _, runs in plan.groups for run in runs for p in plan.problems]
+    return sum(k in done for k in keys), len(keys)
+
+
+async def execute(plan: Plan, *, progress: bool = True) -> int:
+    """Run the plan's unfinished (run, problem) pairs, then write the report."""
+    meta = MetaFile(plan.out, plan.meta_settings)
+    meta.save()
+    done = done_keys(read_records(plan.out / RESULTS))
+    finished, total = count_done(plan, done)
+    print(f"bench: {total} (run, problem) pairs, {finished} already done; results in "
+          f"{plan.out}", file=sys.stderr, flush=True)
+    solved = 0
+    with (JsonlAppender(plan.out / RESULTS) as results, JsonlAppender(plan.out / RUNS) as runs,
+          tqdm(total=total, initial=finished, desc="bench", unit="problem",
+               disable=not progress, dynamic_ncols=True) as bar):
+        for variant, group in plan.groups:
+            if all(run.key(p.id) in done for run in group for p in plan.problems):
+                continue
+            with plan.source.servers(variant) as pair:
+                meta.add_servers(pair.describe())
+                solved += await run_group(pair, group, plan.problems, done, plan.settings,
+                                          Sinks(results, runs, bar))
+    meta.finish(solved)
+    return solved
+
+
+def print_report(out: Path) -> int:
+    """Regenerate and list the report files of ``out``."""
+    for path in write_report(out):
+        print(path)
+    return 0
+
+
+async def run(args: argparse.Namespace) -> int:
+    """``specreason bench``: returns the process exit code."""
+    if getattr(args, "bench_command", None) == "report":
+        return print_report(Path(args.dir))
+    if args.report_only:
+        if not args.out:
+            raise ConfigError("--report-only needs --out DIR (the folder to summarise)")
+        return print_report(Path(args.out))
+    plan = make_plan(args)
+    await execute(plan, progress=not args.no_progress)
+    return print_report(plan.out)

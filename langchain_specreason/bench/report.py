@@ -1,0 +1,262 @@
+"""``summary.md``, ``summary.json`` and the plots, regenerated from ``results.jsonl``.
+
+One row per run (mode at a threshold and score method), the shape of the paper's tables:
+accuracy; mean, p50 and p90 latency; speed-up against ``base`` (ratio of mean latencies over
+the problems both solved); the share of kept steps written by the draft; the mean share of
+time spent outside server calls; the base server's prefix-cache hit rate (its own counters);
+judge prefill tokens per judge call. Plots: accuracy against mean latency, and where the time
+goes per run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from .modes import Run
+from .results import META, RESULTS, read_records
+
+SUMMARY_MD = "summary.md"
+SUMMARY_JSON = "summary.json"
+ACCURACY_PLOT = "accuracy_latency.png"
+TIME_PLOT = "time_split.png"
+TIME_PARTS = ("draft_s", "judge_s", "regenerate_s", "answer_s", "overhead_s")
+"""Where a problem's wall time went. Baselines: the whole reply is ``draft`` or ``answer``."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """The summary of one run over its problems."""
+
+    run: Run
+    problems: int
+    correct: int
+    mean_s: float
+    p50_s: float
+    p90_s: float
+    speedup: float | None
+    draft_share: float | None
+    overhead_share: float | None
+    cache_hit_rate: float | None
+    judge_prefill_per_call: float | None
+    errors: int
+    time_split: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def accuracy(self) -> float:
+        """Share of problems answered correctly."""
+        return self.correct / self.problems if self.problems else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain dict (for ``summary.json``)."""
+        out = asdict(self)
+        out.update(run=asdict(self.run), label=self.run.label, accuracy=self.accuracy)
+        return out
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) with linear interpolation, as numpy's default."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100
+    low, high = math.floor(pos), math.ceil(pos)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def _mean(values: Iterable[float]) -> float:
+    items = list(values)
+    return sum(items) / len(items) if items else math.nan
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return num / den if den else None
+
+
+def _cache_hit_rate(records: Sequence[dict[str, Any]]) -> float | None:
+    deltas = [(r.get("server") or {}).get("base") for r in records]
+    known = [d for d in deltas if d]
+    return _ratio(sum(d["prefix_cache_hits"] for d in known),
+                  sum(d["prefix_cache_queries"] for d in known))
+
+
+def summarize_run(run: Run, records: Sequence[dict[str, Any]],
+                  base_latency: dict[str, float]) -> Row:
+    """The row of one run; ``base_latency`` maps problem id to the ``base`` run's latency."""
+    latencies = [float(r["latency_s"]) for r in records]
+    common = [r for r in records if str(r["problem_id"]) in base_latency]
+    speedup = None
+    if common:
+        speedup = _ratio(_mean(base_latency[str(r["problem_id"])] for r in common),
+                         _mean(float(r["latency_s"]) for r in common))
+    steps = sum(r["steps_kept"] + r["steps_rewritten"] + r["steps_base"] for r in records)
+    return Row(
+        run=run, problems=len(records), correct=sum(bool(r["correct"]) for r in records),
+        mean_s=_mean(latencies), p50_s=percentile(latencies, 50),
+        p90_s=percentile(latencies, 90), speedup=speedup,
+        draft_share=_ratio(sum(r["steps_kept"] for r in records), steps),
+        overhead_share=_mean(float(r["overhead_s"] or 0.0) / float(r["latency_s"])
+                             for r in records if r["latency_s"]) if records else None,
+        cache_hit_rate=_cache_hit_rate(records),
+        judge_prefill_per_call=_ratio(sum(r["judge_prefill_tokens"] for r in records),
+                                      sum(r["judge_calls"] for r in records)),
+        errors=sum(r.get("error") is not None for r in records),
+        time_split={part: _mean(float(r.get(part) or 0.0) for r in records)
+                    for part in TIME_PARTS},
+    )
+
+
+def summarize(results: Sequence[dict[str, Any]]) -> list[Row]:
+    """One row per run, in table order (modes as in :data:`~.modes.MODES`, then threshold)."""
+    by_run: dict[Run, list[dict[str, Any]]] = {}
+    for record in results:
+        by_run.setdefault(Run.of(record), []).append(record)
+    base_latency = {str(r["problem_id"]): float(r["latency_s"])
+                    for r in by_run.get(Run("base"), [])}
+    return [summarize_run(run, by_run[run], base_latency)
+            for run in sorted(by_run, key=Run.sort_key)]
+
+
+def _fmt(value: float | None, spec: str, suffix: str = "") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value:{spec}}{suffix}"
+
+
+def _settings_lines(meta: dict[str, Any]) -> list[str]:
+    settings = meta.get("settings") or {}
+    lines = [f"- {k}: `{v}`" for k, v in settings.items()]
+    sessions = meta.get("sessions") or []
+    models: dict[str, set[str]] = {}
+    for session in sessions:
+        for group in session.get("servers") or []:
+            for role in ("draft", "base"):
+                for m in (group.get(role) or {}).get("models") or []:
+                    if m.get("id"):
+                        name = m["id"] + (f" ({group['variant']})" if group.get("variant")
+                                          and role == "base" else "")
+                        models.setdefault(role, set()).add(name)
+    for role, names in models.items():
+        lines.append(f"- {role} model: {', '.join(sorted(names))}")
+    if sessions:
+        info = sessions[-1].get("machine") or {}
+        lines.append(f"- machine: {info.get('cpu_count')} CPUs ({info.get('usable_cpus')} "
+                     f"usable), {info.get('platform')}")
+        lines.append(f"- sessions: {len(sessions)}")
+    return lines
+
+
+def render_markdown(rows: Sequence[Row], meta: dict[str, Any]) -> str:
+    """The summary as Markdown: settings, the main table, the time split."""
+    dataset = (meta.get("settings") or {}).get("dataset", "?")
+    out = [f"# Benchmark: {dataset}", "", *_settings_lines(meta), ""]
+    out += ["| run | problems | accuracy | mean s | p50 s | p90 s | speed-up vs base | "
+            "steps by draft | overhead share | base prefix-cache hit | judge prefill tok/call |",
+            "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for r in rows:
+        out.append(
+            f"| {r.run.label} | {r.problems} | {r.accuracy:.1%} ({r.correct}) | "
+            f"{_fmt(r.mean_s, '.2f')} | {_fmt(r.p50_s, '.2f')} | {_fmt(r.p90_s, '.2f')} | "
+            f"{_fmt(r.speedup, '.2f', '×')} | {_fmt(r.draft_share, '.0%')} | "
+            f"{_fmt(r.overhead_share, '.1%')} | {_fmt(r.cache_hit_rate, '.0%')} | "
+            f"{_fmt(r.judge_prefill_per_call, '.0f')} |"
+        )
+    out += ["", "Mean seconds per problem by where they went:", "",
+            "| run | draft | judge | regenerate | answer | overhead |",
+            "|---|--:|--:|--:|--:|--:|"]
+    for r in rows:
+        parts = " | ".join(_fmt(r.time_split.get(p), ".2f") for p in TIME_PARTS)
+        out.append(f"| {r.run.label} | {parts} |")
+    errors = sum(r.errors for r in rows)
+    out += ["", "Speed-up: mean latency of `base` over the mean latency of the run, on the "
+            "problems both answered. Steps by draft: kept draft steps over all kept steps. "
+            "Overhead: time outside server calls. Single-model runs count their whole reply as "
+            "draft (`draft`) or answer (`base`, `sd`) time."]
+    if errors:
+        out += ["", f"{errors} problem(s) could not run (prompt too long); they count as wrong."]
+    return "\n".join(out) + "\n"
+
+
+def _colors(rows: Sequence[Row]) -> list[str]:
+    palette = {"base": "tab:gray", "draft": "tab:orange", "specreason": "tab:blue",
+               "sd": "tab:green", "specreason+sd": "tab:purple"}
+    return [palette.get(r.run.mode, "tab:red") for r in rows]
+
+
+def plot_accuracy_latency(rows: Sequence[Row], path: Path, title: str) -> None:
+    """Scatter of accuracy against mean latency, one labelled point per run."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
+    ax.scatter([r.mean_s for r in rows], [100 * r.accuracy for r in rows], c=_colors(rows))
+    for r in rows:
+        ax.annotate(r.run.label, (r.mean_s, 100 * r.accuracy), textcoords="offset points",
+                    xytext=(5, 4), fontsize=8)
+    finite = [r.mean_s for r in rows if not math.isnan(r.mean_s)]
+    ax.set_xlim(0, 1.3 * max(finite, default=1.0) or 1.0)  # room for the labels
+    ax.set_ylim(-5, 105)
+    ax.set_xlabel("mean latency per problem (s)")
+    ax.set_ylabel("accuracy (%)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def plot_time_split(rows: Sequence[Row], path: Path, title: str) -> None:
+    """Stacked bars of mean seconds per problem: draft, judge, regenerate, answer, overhead."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(rows) + 2), 4.5), dpi=120)
+    labels = [r.run.label for r in rows]
+    bottom = [0.0] * len(rows)
+    for part in TIME_PARTS:
+        heights = [r.time_split.get(part) or 0.0 for r in rows]
+        heights = [0.0 if math.isnan(h) else h for h in heights]
+        ax.bar(labels, heights, bottom=bottom, label=part.removesuffix("_s"))
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    ax.set_ylabel("mean seconds per problem")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.tick_params(axis="x", labelrotation=30, labelsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def write_plots(rows: Sequence[Row], out: Path, dataset: str) -> list[Path]:
+    """Both PNG plots (Agg backend); none, with a warning, when matplotlib is missing."""
+    try:
+        import matplotlib
+    except ImportError:
+        print("warning: plots need matplotlib: pip install 'langchain-specreason[bench]'",
+              file=sys.stderr)
+        return []
+    matplotlib.use("Agg")
+    accuracy, split = out / ACCURACY_PLOT, out / TIME_PLOT
+    plot_accuracy_latency(rows, accuracy, f"{dataset}: accuracy vs latency")
+    plot_time_split(rows, split, f"{dataset}: where the time goes")
+    return [accuracy, split]
+
+
+def write_report(out: Path) -> list[Path]:
+    """Regenerate the summary and the plots of folder ``out`` from its ``results.jsonl``."""
+    results = read_records(out / RESULTS)
+    if not results:
+        raise InputError(f"no results in {out / RESULTS}; run the benchmark first")
+    meta_path = out / META
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    rows = summarize(results)
+    md, js = out / SUMMARY_MD, out / SUMMARY_JSON
+    md.write_text(render_markdown(rows, meta), encoding="utf-8")
+    js.write_text(json.dumps([r.as_dict() for r in rows], indent=2) + "\n", encoding="utf-8")
+    dataset = str((meta.get("settings") or {}).get("dataset", out.name))
+    return [md, js, *write_plots(rows, out, dataset)]
+

@@ -1,0 +1,117 @@
+"""`specreason bench` on the real cpu-test servers: every file written, and a rerun with a
+larger --limit does only the new problems (checked with the servers' own request counters).
+
+Other clients of the same servers (tests run in parallel by someone else) can only add to
+the counters, so the counter checks are bounds that a redone problem would break."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import pytest
+
+from langchain_specreason.metrics import REQUESTS, scrape
+
+pytestmark = pytest.mark.integration
+
+# A tiny budget keeps each problem to a few seconds on the CPU servers.
+FLAGS = ["--dataset", "gsm8k", "--modes", "base,specreason", "--threshold", "7",
+         "--budget", "32", "--step-max-tokens", "16", "--answer-max-tokens", "16",
+         "--no-progress"]
+KEYS = {"mode", "threshold", "score_method", "problem_id", "correct", "latency_s",
+        "steps_drafted", "steps_kept", "steps_rewritten", "draft_tokens", "base_tokens",
+        "overhead_s", "draft_s", "judge_s", "regenerate_s", "answer_s", "judge_prompt_tokens",
+        "judge_cached_tokens", "prediction", "gold", "reply", "server"}
+FILES = ["results.jsonl", "runs.jsonl", "meta.json", "summary.md", "summary.json",
+         "accuracy_latency.png", "time_split.png"]
+
+
+def bench(servers, out, limit: int) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "langchain_specreason.cli", "bench",
+           "--draft-url", servers.draft_url, "--base-url", servers.base_url,
+           *FLAGS, "--limit", str(limit), "--out", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def requests_seen(servers) -> dict[str, float]:
+    async def both():
+        return {"draft": (await scrape(servers.draft_url))[REQUESTS],
+                "base": (await scrape(servers.base_url))[REQUESTS]}
+
+    return asyncio.run(both())
+
+
+def results(out) -> list[dict]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def base_requests(record: dict) -> int:
+    """Requests a result made to the base server, from its own accounting."""
+    if record["mode"] == "base":
+        return 1
+    answer_call = 0 if record["stop"] == "end" else 1
+    return (record["judge_calls"] + record["steps_rewritten"] + record["steps_base"]
+            + answer_call)
+
+
+def test_bench_writes_every_file_and_resumes(servers, tmp_path):
+    out = tmp_path / "bench"
+    bench(servers, out, limit=1)
+    for name in FILES:
+        assert (out / name).is_file() and (out / name).stat().st_size > 0, name
+    first = results(out)
+    assert [(r["mode"], r["problem_id"]) for r in first] == [("base", "gsm8k-0"),
+                                                             ("specreason", "gsm8k-0")]
+    for record in first:
+        assert KEYS <= set(record)
+        assert record["gold"] == "18" and record["latency_s"] > 0 and record["reply"]
+        assert record["server"]["base"]["requests"] >= base_requests(record)
+    spec = first[1]
+    assert spec["threshold"] == 7.0 and spec["steps_drafted"] >= 1
+    assert spec["steps_kept"] + spec["steps_rewritten"] == spec["judge_calls"]
+    runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+    assert [r["mode"] for r in runs] == ["base", "specreason"]
+    assert 0.0 <= runs[1]["base_prefix_cache_hit_rate"] <= 1.0  # the judge queried the cache
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["settings"]["budget"] == 32 and meta["settings"]["seed"] == 0
+    session = meta["sessions"][0]
+    assert session["versions"]["langgraph"] and session["machine"]["cpu_count"] >= 1
+    served = session["servers"][0]
+    assert served["draft"]["models"][0]["id"] and served["base"]["models"][0]["id"]
+    summary = (out / "summary.md").read_text()
+    assert "| base | 1 |" in summary and "| specreason t=7 | 1 |" in summary
+    for png in ("accuracy_latency.png", "time_split.png"):
+        assert (out / png).read_bytes()[:4] == b"\x89PNG"
+
+    # "interrupted" after one problem: rerun for two; only gsm8k-1 is asked
+    before = requests_seen(servers)
+    bench(servers, out, limit=2)
+    seen = {role: n - before[role] for role, n in requests_seen(servers).items()}
+    second = results(out)
+    assert second[:2] == first
+    new = second[2:]
+    assert [(r["mode"], r["problem_id"]) for r in new] == [("base", "gsm8k-1"),
+                                                           ("specreason", "gsm8k-1")]
+    # the new problem's requests reached the servers; redoing gsm8k-0 would add its own too
+    expected = sum(base_requests(r) for r in new)
+    assert expected <= seen["base"] < expected + sum(base_requests(r) for r in first)
+    assert new[1]["steps_drafted"] <= seen["draft"] < (new[1]["steps_drafted"]
+                                                       + first[1]["steps_drafted"])
+    summary = (out / "summary.md").read_text()
+    assert "| base | 2 |" in summary and "| specreason t=7 | 2 |" in summary
+    assert len(json.loads((out / "meta.json").read_text())["sessions"]) == 2
+
+    # everything done: a third run asks the servers nothing and only rewrites the report
+    (out / "summary.md").unlink()
+    before = requests_seen(servers)
+    done = bench(servers, out, limit=2)
+    seen = {role: n - before[role] for role, n in requests_seen(servers).items()}
+    assert seen["base"] < sum(base_requests(r) for r in second)
+    assert "4 already done" in done.stderr
+    assert results(out) == second
+    assert "| specreason t=7 | 2 |" in (out / "summary.md").read_text()

@@ -1,0 +1,110 @@
+"""Modes, thresholds, server groups and the `specreason bench` flags (errors before any work)."""
+
+from __future__ import annotations
+
+import pytest
+
+from langchain_specreason import ConfigError, ServeError
+from langchain_specreason.bench.command import default_out, make_plan
+from langchain_specreason.bench.modes import (
+    Run,
+    expand_runs,
+    group_by_variant,
+    parse_modes,
+    parse_score_methods,
+    parse_thresholds,
+)
+from langchain_specreason.bench.servers import ServerSource
+from langchain_specreason.cli import build_parser, main
+
+URLS = ["--draft-url", "http://127.0.0.1:1/v1", "--base-url", "http://127.0.0.1:2/v1"]
+
+
+def test_parse_lists():
+    assert parse_modes("base, specreason,base") == ["base", "specreason"]
+    assert parse_thresholds("5,7,9") == [5.0, 7.0, 9.0]
+    assert parse_score_methods("greedy,average") == ["greedy", "average"]
+    with pytest.raises(ConfigError, match="unknown mode 'fast'"):
+        parse_modes("base,fast")
+    with pytest.raises(ConfigError, match="empty"):
+        parse_modes(" , ")
+    with pytest.raises(ConfigError, match="not a number"):
+        parse_thresholds("high")
+    with pytest.raises(ConfigError, match="between 0 and 10"):
+        parse_thresholds("11")
+    with pytest.raises(ConfigError, match="unknown score method"):
+        parse_score_methods("max")
+
+
+def test_thresholds_sweep_only_specreason_modes():
+    runs = expand_runs(["base", "specreason", "specreason+sd"], [5.0, 9.0], ["greedy"])
+    assert runs == [Run("base"), Run("specreason", 5.0, "greedy"),
+                    Run("specreason", 9.0, "greedy"), Run("specreason+sd", 5.0, "greedy"),
+                    Run("specreason+sd", 9.0, "greedy")]
+    assert Run("specreason", 7.0, "average").label == "specreason t=7 average"
+    assert Run("base").key("p1") == ("base", None, None, "p1")
+
+
+def test_runs_are_grouped_by_the_base_server_they_need():
+    runs = expand_runs(["sd", "base", "specreason+sd", "draft", "specreason"], [7.0], ["greedy"])
+    groups = group_by_variant(runs, "ngram")
+    assert [variant for variant, _ in groups] == [None, "ngram"]
+    assert [r.mode for r in groups[0][1]] == ["base", "draft", "specreason"]
+    assert [r.mode for r in groups[1][1]] == ["sd", "specreason+sd"]
+
+
+def test_explicit_urls_need_an_sd_base_url_for_sd_modes():
+    source = ServerSource("cpu", "http://d/v1", "http://b/v1")
+    source.check([None])
+    with pytest.raises(ConfigError, match="--sd-base-url"):
+        source.check([None, "sd"])
+    ServerSource("cpu", "http://d/v1", "http://b/v1", "http://sd/v1").check([None, "sd"])
+    with pytest.raises(ConfigError, match="both --draft-url and --base-url"):
+        ServerSource("cpu", "http://d/v1")
+
+
+def test_profile_must_have_the_variant():
+    ServerSource("cpu").check([None, "sd", "ngram"])
+    with pytest.raises(ServeError, match="no variant 'sd'"):
+        ServerSource("cpu-test").check(["sd"])
+
+
+def test_plan_from_flags(tmp_path):
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"question": "1+1?", "answer": "2"}\n{"question": "2+2?", "answer": "4"}\n')
+    args = build_parser().parse_args([
+        "bench", *URLS, "--dataset", str(path), "--modes", "base,specreason",
+        "--threshold", "5,9", "--budget", "64", "--seed", "3", "--out", str(tmp_path / "o")])
+    plan = make_plan(args)
+    assert [len(p) for p in (plan.problems, plan.groups)] == [2, 1]
+    assert [r.label for r in plan.groups[0][1]] == ["base", "specreason t=5", "specreason t=9"]
+    config = plan.settings.config(Run("specreason", 5.0, "greedy"))
+    assert (config.threshold, config.budget, config.seed, config.temperature) == (5.0, 64, 3, 0.0)
+    assert plan.meta_settings["dataset"] == str(path.resolve())
+    assert plan.settings.family == "instruct"
+
+
+def test_default_out_folder():
+    from datetime import datetime
+
+    when = datetime(2025, 1, 2, 3, 4, 5)
+    assert str(default_out("gsm8k", when)) == "runs/bench-gsm8k-20250102-030405"
+    assert str(default_out("data/my.jsonl", when)) == "runs/bench-my-20250102-030405"
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--modes", "base,turbo"], "unknown mode 'turbo'"),
+    (["--dataset", "mmlu"], "unknown dataset 'mmlu'"),
+    (["--modes", "sd"], "--sd-base-url"),
+    (["--budget", "0"], "budget must be a positive integer"),
+    (["--report-only"], "--report-only needs --out"),
+])
+def test_cli_reports_typed_errors_in_one_line(flags, message, capsys):
+    assert main(["bench", *URLS, *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err
+
+
+def test_bench_report_on_a_folder_without_results(tmp_path, capsys):
+    assert main(["bench", "report", str(tmp_path)]) == 2
+    assert "no results" in capsys.readouterr().err

@@ -1,0 +1,137 @@
+"""The runner over scripted endpoints: one line per (run, problem), and resume skips them."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from tqdm import tqdm
+
+from langchain_specreason import ConfigError
+from langchain_specreason.bench.command import Plan, count_done
+from langchain_specreason.bench.datasets import Problem
+from langchain_specreason.bench.meta import MetaFile
+from langchain_specreason.bench.modes import Run
+from langchain_specreason.bench.results import (
+    RESULTS,
+    RUNS,
+    JsonlAppender,
+    done_keys,
+    read_records,
+)
+from langchain_specreason.bench.runner import BenchSettings, Sinks, run_group
+from langchain_specreason.bench.servers import ServerPair, ServerSource
+from langchain_specreason.endpoint import ChatRequest, Completion
+
+from .fakes import ScriptedEndpoint, is_judge, score, step
+
+PROBLEMS = [Problem(f"p{i}", f"What is {i}+{i}?", str(2 * i), "number") for i in (1, 2, 3)]
+RUNS_ = [Run("base"), Run("specreason", 7.0, "greedy")]
+PAIR = ServerPair(None, "http://draft.invalid/v1", "http://base.invalid/v1")
+SETTINGS = BenchSettings(budget=64, step_max_tokens=16, answer_max_tokens=16, seed=0)
+REQUIRED = {"mode", "threshold", "score_method", "problem_id", "correct", "latency_s",
+            "steps_drafted", "steps_kept", "steps_rewritten", "draft_tokens", "base_tokens",
+            "overhead_s", "draft_s", "judge_s", "regenerate_s", "answer_s",
+            "judge_prompt_tokens", "judge_cached_tokens", "prediction", "gold", "reply"}
+
+
+def question_sum(request: ChatRequest) -> int:
+    a, b = re.search(r"What is (\d+)\+(\d+)", request.messages[0]["content"]).groups()
+    return int(a) + int(b)
+
+
+def make_endpoints():
+    """Draft: one step ending its message with the right sum; base: judges 9, answers right."""
+    draft = ScriptedEndpoint("draft", lambda r: step(f"The answer is {question_sum(r)}.",
+                                                     end=True))
+
+    def base_handler(request: ChatRequest) -> Completion:
+        if is_judge(request):
+            return score("9")
+        return Completion(text=f"Adding.\n\nThe answer is {question_sum(request)}.",
+                          finish_reason="stop", completion_tokens=9, seconds=0.01)
+
+    return draft, ScriptedEndpoint("base", base_handler)
+
+
+async def bench(out, problems, endpoints):
+    done = done_keys(read_records(out / RESULTS))
+    with JsonlAppender(out / RESULTS) as results, JsonlAppender(out / RUNS) as runs:
+        sinks = Sinks(results, runs, tqdm(disable=True))
+        return await run_group(PAIR, RUNS_, problems, done, SETTINGS, sinks,
+                               endpoints=endpoints, metrics=False)
+
+
+async def test_one_line_per_run_and_problem(tmp_path):
+    draft, base = make_endpoints()
+    assert await bench(tmp_path, PROBLEMS, (draft, base)) == 6
+    records = read_records(tmp_path / RESULTS)
+    assert [(r["mode"], r["problem_id"]) for r in records] == [
+        ("base", "p1"), ("base", "p2"), ("base", "p3"),
+        ("specreason", "p1"), ("specreason", "p2"), ("specreason", "p3")]
+    for record in records:
+        assert REQUIRED <= set(record)
+        assert record["correct"] is True and record["prediction"] == record["gold"]
+        assert record["latency_s"] > 0 and record["overhead_s"] >= 0
+    spec = records[3]
+    assert (spec["threshold"], spec["score_method"]) == (7.0, "greedy")
+    assert (spec["steps_drafted"], spec["steps_kept"], spec["judge_calls"]) == (1, 1, 1)
+    assert spec["judge_prompt_tokens"] == 100 and spec["judge_cached_tokens"] == 64
+    assert records[0]["base_tokens"] == 9 and records[0]["answer_s"] == pytest.approx(0.01)
+    # the same prompt and budget for both: base alone got budget + answer cap tokens
+    assert base.generation_calls()[0].max_tokens == 64 + 16
+    assert base.generation_calls()[0].seed == 0
+    assert [r["problems"] for r in read_records(tmp_path / RUNS)] == [3, 3]
+
+
+async def test_resume_skips_finished_problems(tmp_path):
+    first = make_endpoints()
+    assert await bench(tmp_path, PROBLEMS[:2], first) == 4  # as with --limit 2
+    draft, base = make_endpoints()
+    assert await bench(tmp_path, PROBLEMS, (draft, base)) == 2  # then --limit 3
+    records = read_records(tmp_path / RESULTS)
+    assert len(records) == 6 and len(done_keys(records)) == 6
+    # only p3 was asked: once by base alone, once through SpecReason
+    asked = {question_sum(r) for r in draft.requests + base.requests}
+    assert asked == {6}
+    assert await bench(tmp_path, PROBLEMS, make_endpoints()) == 0
+
+
+async def test_a_torn_last_line_is_redone(tmp_path):
+    await bench(tmp_path, PROBLEMS[:1], make_endpoints())
+    path = tmp_path / RESULTS
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text(lines[0] + lines[1][: len(lines[1]) // 2])  # killed while writing line 2
+    assert [r["mode"] for r in read_records(path)] == ["base"]
+    draft, base = make_endpoints()
+    assert await bench(tmp_path, PROBLEMS[:1], (draft, base)) == 1
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(r["mode"], r["problem_id"]) for r in records] == [("base", "p1"),
+                                                               ("specreason", "p1")]
+    # only SpecReason on p1 ran again: one draft step, one judge call, no base-alone reply
+    assert len(draft.requests) == 1 and len(base.judge_calls()) == 1
+    assert base.generation_calls() == []
+
+
+def test_count_done_over_the_plan(tmp_path):
+    plan = Plan(tmp_path, PROBLEMS, [(None, RUNS_)], SETTINGS, ServerSource("cpu"), {})
+    done = {RUNS_[0].key("p1"), RUNS_[1].key("p3"), Run("draft").key("p1")}
+    assert count_done(plan, done) == (2, 6)
+
+
+def test_meta_refuses_to_resume_with_other_settings(tmp_path):
+    settings = {"dataset": "gsm8k", **SETTINGS.as_dict()}
+    meta = MetaFile(tmp_path, settings)
+    meta.add_servers({"variant": None, "draft": {"url": PAIR.draft_url}})
+    meta.finish(3)
+    again = MetaFile(tmp_path, settings)
+    again.save()
+    data = json.loads((tmp_path / "meta.json").read_text())
+    assert len(data["sessions"]) == 2
+    session = data["sessions"][0]
+    assert session["problems_solved"] == 3 and session["servers"][0]["variant"] is None
+    assert {"langgraph", "langchain-core", "openai", "vllm"} <= set(session["versions"])
+    assert session["machine"]["cpu_count"] >= 1
+    with pytest.raises(ConfigError, match="budget=64"):
+        MetaFile(tmp_path, {**settings, "budget": 128})
