@@ -283,20 +283,22 @@ def create_specreason_graph(
         trace = fmt.render(steps)
         final = Completion(text="", finish_reason="stop")
         text = ""
-        if fmt.thinking_end is not None or state.get("stop") != "end":
-            if fmt.thinking_end is None:  # the instruct reply was cut: finish it
+        configurable = config.get("configurable") or {}
+        tools = configurable.get("specreason_tools")
+        # An instruct reply that ended by itself is complete, unless tools may be called.
+        if fmt.thinking_end is not None or state.get("stop") != "end" or tools:
+            if fmt.thinking_end is None:  # continue the instruct reply (cut, or tool turn)
                 messages, cont = continue_messages(conversation, fmt, steps)
             else:
                 messages = [*conversation, {"role": "assistant",
                                             "content": trace + fmt.thinking_end + "\n\n"}]
                 cont = True
-            configurable = config.get("configurable") or {}
             endpoint = base if cfg.answer_by == "base" else draft
             request = ChatRequest(
                 messages=messages, max_tokens=cfg.answer_max_tokens, continue_final=cont,
                 temperature=cfg.temperature, top_p=cfg.top_p, seed=cfg.seed,
                 stop=configurable.get("specreason_stop"),
-                tools=configurable.get("specreason_tools"),
+                tools=tools,
                 tool_choice=configurable.get("specreason_tool_choice"),
             )
             writer = get_stream_writer()

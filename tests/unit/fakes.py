@@ -22,10 +22,11 @@ class ScriptedEndpoint:
     async def stream(self, request: ChatRequest) -> AsyncIterator[Completion]:
         self.requests.append(request)
         done = self.handler(request)
-        for word in done.text.split(" "):
+        for word in done.text.split(" ") if done.text else []:
             yield Completion(text=word + " ")
         yield Completion(text="", finish_reason=done.finish_reason,
-                         completion_tokens=done.completion_tokens, seconds=done.seconds)
+                         completion_tokens=done.completion_tokens, seconds=done.seconds,
+                         tool_calls=done.tool_calls)
 
     def judge_calls(self) -> list[ChatRequest]:
         return [r for r in self.requests if r.max_tokens == 1 and r.top_logprobs]

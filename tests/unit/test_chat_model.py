@@ -114,3 +114,34 @@ def test_missing_urls_and_bad_knobs_are_typed_errors(monkeypatch):
 def test_secret_is_not_in_repr():
     model = ChatSpecReason(draft_url="http://d/v1", base_url="http://b/v1", api_key="sk-xyz")
     assert "sk-xyz" not in repr(model) and "sk-xyz" not in str(model.model_dump())
+
+
+async def test_bound_tools_reach_the_answer_call_and_come_back_as_tool_calls():
+    from langchain_core.tools import tool
+
+    from langchain_specreason.endpoint import Completion
+
+    @tool
+    def multiply(a: int, b: int) -> int:
+        """Multiply two integers."""
+        return a * b
+
+    model = fake_model()
+    base = model._endpoints["base"]
+    handler = base.handler
+
+    def with_tools(req):
+        if req.tools:
+            return Completion(text="", finish_reason="tool_calls", completion_tokens=9,
+                              tool_calls=[{"id": "call-1", "type": "function", "function": {
+                                  "name": "multiply", "arguments": '{"a": 123, "b": 456}'}}])
+        return handler(req)
+
+    base.handler = with_tools
+    msg = await model.bind_tools([multiply], tool_choice="any").ainvoke("123*456?")
+    answer_call = [r for r in base.requests if r.tools][0]
+    assert answer_call.tools[0]["function"]["name"] == "multiply"
+    assert answer_call.tool_choice == "required"
+    assert msg.tool_calls == [{"name": "multiply", "args": {"a": 123, "b": 456},
+                               "id": "call-1", "type": "tool_call"}]
+    assert msg.response_metadata["finish_reason"] == "tool_calls"

@@ -1,0 +1,40 @@
+"""ChatSpecReason as the model of a LangChain agent with a real tool, end to end."""
+
+from __future__ import annotations
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
+
+from langchain_specreason import ChatSpecReason
+
+pytestmark = pytest.mark.integration
+
+CALLS: list[tuple[int, int]] = []
+
+
+@tool
+def multiply(a: int, b: int) -> int:
+    """Multiply two integers and return the product."""
+    CALLS.append((a, b))
+    return a * b
+
+
+async def test_agent_calls_the_tool_and_answers_with_its_result(servers):
+    CALLS.clear()
+    model = ChatSpecReason(draft_url=servers.draft_url, base_url=servers.base_url,
+                           family=servers.family, temperature=0, seed=0, budget=48,
+                           step_max_tokens=32, max_tokens=64)
+    agent = create_agent(model, tools=[multiply],
+                         system_prompt="Use the multiply tool for every multiplication.")
+    out = await agent.ainvoke({"messages": [("user", "What is 123 * 456? Use the tool.")]},
+                              {"recursion_limit": 8})
+    messages = out["messages"]
+    tool_results = [m for m in messages if isinstance(m, ToolMessage)]
+    assert CALLS == [(123, 456)], messages
+    assert tool_results[0].content == "56088"
+    final = messages[-1]
+    assert isinstance(final, AIMessage) and not final.tool_calls
+    assert final.content.strip()
+    assert final.response_metadata["finish_reason"] == "stop"
