@@ -84,7 +84,8 @@ def servers():
     if draft and base:
         yield Servers(draft, base, os.environ.get("SPECREASON_FAMILY", "instruct"), None)
         return
-    serve = start_serve("cpu-test")
+    # Ports of their own, so `make test` runs beside a developer's `make serve` (8101/8102).
+    serve = start_serve("cpu-test", "--draft-port", "8111", "--base-port", "8112")
     try:
         yield Servers(serve.urls["draft"], serve.urls["base"], "instruct", serve)
     finally:
