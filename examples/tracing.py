@@ -20,8 +20,9 @@ Each carries the metadata ``specreason_step`` (the step index; not on ``write_an
 filter on them.
 
 This script needs no LangSmith account: it collects the same runs locally with
-``langchain_core.tracers.context.collect_runs()`` and prints the tree. It only says whether
-tracing is on, never the key.
+``langchain_core.tracers.context.collect_runs()`` (its collector also passed as a callback,
+so that LangGraph's node runs stay in the tree) and prints the tree. It only says whether
+tracing is on, never the key; model keys show as ``SecretStr('**********')`` in traces.
 
 Run::
 
@@ -53,6 +54,12 @@ def walk(run: Run, depth: int = 0) -> Iterator[tuple[int, Run]]:
         yield from walk(child, depth + 1)
 
 
+def shown(run: Run, depth: int) -> bool:
+    """The call, the graph, its nodes and the server calls; not LangGraph's routing runs."""
+    node = (run.extra or {}).get("metadata", {}).get("langgraph_node")
+    return depth <= 1 or run.name == node or run.name in SERVER_CALLS
+
+
 def describe(run: Run) -> str:
     """One line: name, plus step, call, score and decision for the server calls."""
     meta = (run.extra or {}).get("metadata", {})
@@ -82,18 +89,19 @@ def main() -> int:
         llm = ChatSpecReason(draft_url=srv.draft_url, base_url=srv.base_url, family=srv.family,
                              **SHORT)
         with collect_runs() as collector:
-            reply = llm.invoke(QUESTION)
+            # Also passed as a callback: collect_runs() alone attaches its collector to the
+            # top-level runs only, and LangGraph's node runs would go missing from the tree.
+            reply = llm.invoke(QUESTION, config={"callbacks": [collector]})
 
     roots = collector.traced_runs
     print(f"\nquestion: {QUESTION}\nanswer: {' '.join(str(reply.content).split())}\n")
-    print(f"trace: {len(roots)} root run")
+    print(f"trace ({len(roots)} root run, one per call):")
     judged = 0
     for root in roots:
         for depth, run in walk(root):
-            if "langsmith:hidden" in (run.tags or []):
-                continue  # LangGraph's internal bookkeeping
-            print("  " * depth + describe(run))
-            judged += run.name == "judge_step"
+            if shown(run, depth):
+                print("  " * depth + describe(run))
+                judged += run.name == "judge_step"
     return 0 if judged and str(reply.content).strip() else 1
 
 

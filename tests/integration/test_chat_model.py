@@ -1,0 +1,66 @@
+"""ChatSpecReason on the real cpu-test servers: streaming order, metadata, token counting."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from langchain_specreason import ChatRequest, ChatSpecReason, ContextLengthError, OpenAIEndpoint
+
+pytestmark = pytest.mark.integration
+
+
+def make(servers, **kwargs) -> ChatSpecReason:
+    params = {"draft_url": servers.draft_url, "base_url": servers.base_url, "temperature": 0,
+              "seed": 0, "budget": 40, "step_max_tokens": 24, "max_tokens": 32, **kwargs}
+    return ChatSpecReason(**params)
+
+
+async def test_think_stream_reasoning_steps_first_each_once_then_answer(servers):
+    model = make(servers, family="think")
+    chunks = [c async for c in model.astream("What is 12*7? Think it through.")]
+    kinds = ["reasoning" if c.additional_kwargs.get("reasoning_content") else
+             "answer" if c.content else "meta" for c in chunks]
+    assert "reasoning" in kinds and "answer" in kinds
+    first_answer = kinds.index("answer")
+    assert "reasoning" not in kinds[first_answer:]
+    full = chunks[0]
+    for chunk in chunks[1:]:
+        full = full + chunk
+    stats = full.response_metadata["specreason"]
+    steps = [c.additional_kwargs["reasoning_content"] for c in chunks
+             if c.additional_kwargs.get("reasoning_content")]
+    assert len(steps) == stats["steps_kept"] + stats["steps_rewritten"] + stats["steps_base"]
+    assert full.additional_kwargs["reasoning_content"] == "".join(steps)
+    assert full.content_blocks[0]["type"] == "reasoning"
+    assert full.usage_metadata["output_token_details"]["reasoning"] == stats["trace_tokens"]
+    # the answer's finish reason is the server's: "length" exactly when it hit max_tokens
+    finish = full.response_metadata["finish_reason"]
+    assert finish == ("length" if stats["answer_tokens"] == 32 else "stop")
+
+
+def test_sync_invoke_reports_usage_and_per_model_tokens(servers):
+    msg = make(servers).invoke([HumanMessage("Name three primary colours.")])
+    assert msg.content.strip()
+    usage = msg.usage_metadata
+    assert usage["input_tokens"] > 5
+    assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+    split = msg.response_metadata["tokens_by_model"]
+    assert split["draft"] + split["base"] > 0
+
+
+async def test_token_count_is_exact_from_the_server(servers):
+    model = make(servers)
+    messages = [HumanMessage("Hello there, how are you today?")]
+    exact = model.get_num_tokens_from_messages(messages)
+    done = await OpenAIEndpoint(servers.base_url, name="base").complete(ChatRequest(
+        [{"role": "user", "content": "Hello there, how are you today?"}], max_tokens=1))
+    assert exact == done.prompt_tokens  # what the server itself counted for this prompt
+    offline = ChatSpecReason(draft_url="http://127.0.0.1:9/v1", base_url="http://127.0.0.1:9/v1")
+    assert 10 < offline.get_num_tokens_from_messages(messages) < 40  # the offline estimate
+
+
+async def test_conversation_longer_than_the_window_is_refused_before_generation(servers):
+    model = make(servers)
+    with pytest.raises(ContextLengthError, match="context window is 4096"):
+        await model.ainvoke("word " * 5000)
