@@ -21,14 +21,14 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_specreason import ChatSpecReason
 
 prompt = ChatPromptTemplate.from_messages([
-    ("system", "You are a careful tutor. Reason in short steps, then state the result."),
+    ("system", "You are a careful tutor. Be brief: one or two short steps, then the result."),
     ("user", "{question}"),
 ])
 
 QUESTION = "A train travels 60 km per hour for 2 hours. How far does it go?"
 BATCH = [
-    "What is 15 + 27?",
-    "Sam has 3 bags with 4 apples each. How many apples does he have?",
+    "What is 15 plus 27?",
+    "A box has 5 red and 4 blue balls. How many balls are in the box?",
 ]
 
 

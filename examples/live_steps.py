@@ -29,7 +29,8 @@ from rich.text import Text
 
 from langchain_specreason import ChatSpecReason, SpecReasonStats, single_model
 
-QUESTION = "A farmer has 7 cows and buys 5 more, then sells 3. How many cows are left?"
+QUESTION = "Tom has 12 eggs and uses 5. How many are left?"
+BRIEF = "Be brief: two short steps, then the number."
 STYLE = {"drafted": "yellow", "kept": "green", "rewritten": "red", "base": "blue",
          "dropped": "dim"}
 
@@ -76,7 +77,7 @@ class StepView:
         if self.stop:
             parts.append(Text(f"reasoning stopped: {self.stop}", style="dim"))
         if self.answer:
-            parts.append(Panel(self.answer.strip(), title="answer", title_align="left"))
+            parts.append(Panel(Text(self.answer.strip()), title="answer", title_align="left"))
         return Group(*parts)
 
 
@@ -85,8 +86,8 @@ async def amain(question: str = QUESTION) -> int:
     with servers() as srv:
         llm = ChatSpecReason(draft_url=srv.draft_url, base_url=srv.base_url, family=srv.family,
                              **SHORT)
-        messages: list[Any] = [("user", question)]
-        console.print(f"[bold]question:[/bold] {question}")
+        messages: list[Any] = [("system", BRIEF), ("user", question)]
+        console.print(Text.assemble(("question: ", "bold"), question))
 
         view = StepView()
         state: dict[str, Any] = {}
@@ -99,12 +100,14 @@ async def amain(question: str = QUESTION) -> int:
                 else:
                     state = item
             view.answer = state.get("answer", "")  # the whole reply, as the caller gets it
+        if not console.is_terminal:
+            console.line()  # Live's last render ends without a newline when not on a terminal
         wall = time.perf_counter() - start
         stats = SpecReasonStats.from_state(state, wall_s=wall)
 
         with console.status("base model alone, same question and settings..."):
             alone = await single_model(llm.endpoint("base"), messages, llm.spec_config())
-    console.print(Panel(alone.text.strip(), title="base model alone", title_align="left"))
+    console.print(Panel(Text(alone.text.strip()), title="base model alone", title_align="left"))
 
     console.print(f"steps: {stats.steps_kept} kept, {stats.steps_rewritten} rewritten, "
                   f"{stats.steps_base} by base; draft tokens {stats.draft_tokens}, "

@@ -44,6 +44,7 @@ from langchain_core.tracers.schemas import Run
 from langchain_specreason import ChatSpecReason
 
 QUESTION = "A shop sells pens at 3 dollars each. How much do 4 pens cost?"
+BRIEF = "Be brief: two short steps, then the result."
 SERVER_CALLS = ("draft_step", "judge_step", "rewrite_step", "write_answer")
 
 
@@ -91,7 +92,8 @@ def main() -> int:
         with collect_runs() as collector:
             # Also passed as a callback: collect_runs() alone attaches its collector to the
             # top-level runs only, and LangGraph's node runs would go missing from the tree.
-            reply = llm.invoke(QUESTION, config={"callbacks": [collector]})
+            reply = llm.invoke([("system", BRIEF), ("user", QUESTION)],
+                               config={"callbacks": [collector]})
 
     roots = collector.traced_runs
     print(f"\nquestion: {QUESTION}\nanswer: {' '.join(str(reply.content).split())}\n")
