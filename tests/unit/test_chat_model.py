@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from langchain_core.tracers.context import collect_runs
+from langchain_core.tracers.run_collector import RunCollectorCallbackHandler
 from pydantic import SecretStr
 
 from langchain_specreason import ChatSpecReason, ConfigError
@@ -76,19 +76,28 @@ def test_sync_invoke_and_stream_share_the_async_path():
 
 
 async def test_tracing_has_a_child_run_per_server_call_with_step_metadata():
+    # An inheritable handler, as LangSmith's tracer is (collect_runs() alone is not inherited
+    # into LangGraph's node runs).
+    collector = RunCollectorCallbackHandler()
     model = fake_model()
-    with collect_runs() as cb:
-        await model.ainvoke("What is 12*7?")
-    runs = {}
+    await model.ainvoke("What is 12*7?", {"callbacks": [collector]})
+    assert [r.name for r in collector.traced_runs] == ["ChatSpecReason"]
+    root = collector.traced_runs[0]
+    parents: dict[str, str] = {}
+    runs: dict[str, list] = {}
 
-    def walk(run):
+    def walk(run, parent=None):
         runs.setdefault(run.name, []).append(run)
+        if parent is not None:
+            parents[run.name] = parent.name
         for child in run.child_runs:
-            walk(child)
+            walk(child, run)
 
-    for run in cb.traced_runs:
-        walk(run)
-    assert "ChatSpecReason" in runs
+    walk(root)
+    assert parents["specreason"] == "ChatSpecReason"
+    for call, node in [("draft_step", "draft"), ("judge_step", "judge"),
+                       ("rewrite_step", "regenerate")]:
+        assert parents[call] == node and parents[node] == "specreason"
     judges = runs["judge_step"]
     assert [r.extra["metadata"]["specreason_step"] for r in judges] == [0, 1, 2]
     assert [r.outputs["decision"] for r in judges] == ["kept", "rewritten", "kept"]
@@ -97,8 +106,9 @@ async def test_tracing_has_a_child_run_per_server_call_with_step_metadata():
     assert rewrite.extra["metadata"]["specreason_decision"] == "rewritten"
     assert rewrite.extra["metadata"]["specreason_score"] == 2.0
     assert len(runs["draft_step"]) == 3
-    chat = runs["ChatSpecReason"][0]
-    assert "sk-top-secret" not in str(chat.serialized) + str(chat.extra) + str(chat.inputs)
+    everything = str([(r.serialized, r.extra, r.inputs, r.outputs)
+                      for group in runs.values() for r in group])
+    assert "sk-top-secret" not in everything
 
 
 def test_missing_urls_and_bad_knobs_are_typed_errors(monkeypatch):
