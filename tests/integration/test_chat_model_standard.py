@@ -37,3 +37,17 @@ class TestChatSpecReasonIntegration(ChatModelIntegrationTests):
     @property
     def supports_json_mode(self) -> bool:
         return False
+
+    @pytest.mark.xfail(reason=(
+        "cpu-test's base, Qwen2.5-Coder-0.5B, writes tool calls as bare JSON without the "
+        "<tool_call> tags vLLM's hermes parser reads, so tool_choice='auto' yields no call; "
+        "forced choice works (test_tool_calling, tests/integration/test_agent.py)"))
+    @pytest.mark.parametrize("model", [{}, {"output_version": "v1"}], indirect=True)
+    def test_agent_loop(self, model):
+        super().test_agent_loop(model)
+
+    @pytest.mark.xfail(reason=(
+        "Qwen2.5-Coder-0.5B fills a no-argument call with its JSON schema "
+        "({'properties': {}, 'type': 'object'}); guided decoding allows the extra keys"))
+    def test_tool_calling_with_no_arguments(self, model):
+        super().test_tool_calling_with_no_arguments(model)
