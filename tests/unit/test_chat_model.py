@@ -149,7 +149,7 @@ async def test_bound_tools_reach_the_answer_call_and_come_back_as_tool_calls():
 
     base.handler = with_tools
     msg = await model.bind_tools([multiply], tool_choice="any").ainvoke("123*456?")
-    answer_call = [r for r in base.requests if r.tools][0]
+    answer_call = next(r for r in base.requests if r.tools)
     assert answer_call.tools[0]["function"]["name"] == "multiply"
     assert answer_call.tool_choice == "required"
     assert msg.tool_calls == [{"name": "multiply", "args": {"a": 123, "b": 456},
