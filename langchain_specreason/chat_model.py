@@ -272,39 +272,34 @@ class ChatSpecReason(BaseChatModel):
         return super().bind(tools=formatted, tool_choice=tool_choice, **kwargs)
 
     # -- token counting -------------------------------------------------------------------
+    def _server_count(self, payload: dict[str, Any]) -> int | None:
+        """Token count from the base server's ``/tokenize`` (``None`` when unreachable)."""
+        if not self.base_url:
+            return None
+        root = self.base_url.rstrip("/").removesuffix("/v1")
+        body = {**payload, "model": self.base_model} if self.base_model else payload
+        try:
+            resp = httpx.post(f"{root}/tokenize", json=body, timeout=10.0)
+        except httpx.HTTPError:
+            return None
+        return int(resp.json()["count"]) if resp.status_code == 200 else None
+
     def get_num_tokens_from_messages(
         self, messages: list[BaseMessage], tools: Sequence[Any] | None = None
     ) -> int:
-        """Exact count through the base server's ``/tokenize``; tiktoken estimate offline."""
+        """Exact count through the base server's ``/tokenize``; an estimate offline."""
         payload: dict[str, Any] = {"messages": to_openai_messages(messages)}
-        if self.base_model:
-            payload["model"] = self.base_model
         if tools:
             payload["tools"] = [convert_to_openai_tool(t) for t in tools]
-        if self.base_url:
-            root = self.base_url.rstrip("/").removesuffix("/v1")
-            try:
-                resp = httpx.post(f"{root}/tokenize", json=payload, timeout=10.0)
-                if resp.status_code == 200:
-                    return int(resp.json()["count"])
-            except httpx.HTTPError:
-                pass
-        return _tiktoken_estimate(payload["messages"])
+        count = self._server_count(payload)
+        return count if count is not None else _tiktoken_estimate(payload["messages"])
 
     def get_num_tokens(self, text: str) -> int:
         """Tokens of ``text`` (exact through the server when reachable)."""
-        if self.base_url:
-            root = self.base_url.rstrip("/").removesuffix("/v1")
-            payload: dict[str, Any] = {"prompt": text, "add_special_tokens": False}
-            if self.base_model:
-                payload["model"] = self.base_model
-            try:
-                resp = httpx.post(f"{root}/tokenize", json=payload, timeout=10.0)
-                if resp.status_code == 200:
-                    return int(resp.json()["count"])
-            except httpx.HTTPError:
-                pass
-        return _tiktoken_estimate([{"role": "user", "content": text}]) - 4
+        count = self._server_count({"prompt": text, "add_special_tokens": False})
+        if count is not None:
+            return count
+        return _tiktoken_estimate([{"role": "user", "content": text}]) - 7
 
     async def _check_fits(self, messages: list[BaseMessage]) -> None:
         if self._window is None:
