@@ -141,3 +141,14 @@ def test_live_steps_shows_steps_and_speed_up(example_env, capsys):
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__]))
+
+
+def test_agent_node_calls_the_tool_and_streams_the_subgraph(example_env, capsys):
+    agent_node = load("agent_node")
+    assert agent_node.main() == 0
+    out = capsys.readouterr().out
+    call = r"tool call: calculator\(\{'expression': '123 ?\* ?456'\}\) -> 56088"
+    assert re.search(call, out), out
+    subgraph_steps = re.findall(r"^  specreason step \d+ (kept|rewritten|base):", out, flags=re.M)
+    assert subgraph_steps, out  # steps streamed from inside the subgraph node
+    assert "parent's last message: [report]" in out
