@@ -110,7 +110,7 @@ class Launcher:
         *,
         roles: tuple[Role, ...] = ("draft", "base"),
         log_dir: Path | None = None,
-        startup_timeout: float = 900.0,
+        startup_timeout: float = 1800.0,
         echo: bool = False,
     ) -> None:
         self.profile = profile
