@@ -71,7 +71,8 @@ class SpecReasonStats:
     def from_state(cls, state: Mapping[str, Any], wall_s: float | None = None) -> SpecReasonStats:
         """Compute the stats of a finished (or partial) run from the graph state."""
         steps = state.get("steps") or []
-        drafted = [s for s in steps if s["draft_tokens"] or s["decision"] != "base"]
+        # A "base" step is the only kind written without a draft (first_n_base_steps).
+        drafted = [s for s in steps if s["decision"] != "base"]
         judged = [s for s in steps if s["score"] is not None]
         return cls(
             steps_drafted=len(drafted),
