@@ -1,4 +1,4 @@
-"""The ``specreason`` command: fetch models, serve a profile, run the demo.
+"""The ``specreason`` command: fetch models, serve a profile, run the demo, bench, arbitrage.
 
 Errors the user can fix print one line (``error: ...``) and exit with status 2; Ctrl-C exits
 with 130 after stopping every server this command started.
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from types import FrameType
 
 from .catalog import CATALOG
-from .errors import SpecReasonError
+from .errors import ConfigError, SpecReasonError
 
 DEFAULT_QUESTION = (
     "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips "
@@ -46,7 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="start a profile's draft and base vLLM servers")
     serve.add_argument("--profile", required=True, help="profile name or TOML path")
     serve.add_argument("--variant", help="profile variant (e.g. sd, ngram, eagle3)")
-    serve.add_argument("--only", choices=["draft", "base"], help="start one server only")
+    serve.add_argument("--only", choices=["draft", "base", "router"],
+                       help="start one server only")
+    serve.add_argument("--with-router", action="store_true",
+                       help="also start the profile's Arbitrage router server")
+    serve.add_argument("--router-model", help="router folder (default: the profile's)")
+    serve.add_argument("--router-port", type=int)
     serve.add_argument("--draft-model", help="override the draft model (catalog name, folder, id)")
     serve.add_argument("--base-model", help="override the base model")
     serve.add_argument("--draft-port", type=int)
@@ -68,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .bench.command import add_parser as add_bench_parser
 
     add_bench_parser(sub)
+    from .arbitrage.command import add_parser as add_arbitrage_parser
+
+    add_arbitrage_parser(sub)
     return parser
 
 
@@ -91,6 +99,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .bench.command import run as run_bench
 
             return asyncio.run(run_bench(args))
+        if args.command == "arbitrage":
+            from .arbitrage.command import run as run_arbitrage
+
+            return asyncio.run(run_arbitrage(args))
     except SpecReasonError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -136,8 +148,12 @@ def _serve(args: argparse.Namespace) -> int:
         args.profile, variant=args.variant, draft_model=args.draft_model,
         base_model=args.base_model, draft_port=args.draft_port, base_port=args.base_port,
         host=args.host, extra_args={"draft": args.draft_arg, "base": args.base_arg},
+        router_model=args.router_model, router_port=args.router_port,
     )
-    roles: tuple[Role, ...] = (args.only,) if args.only else ("draft", "base")
+    roles: tuple[Role, ...] = (args.only,) if args.only else (
+        ("draft", "base", "router") if args.with_router else ("draft", "base"))
+    if "router" in roles and profile.router is None:
+        raise ConfigError(f"profile {profile.name!r} has no [router] server")
     from pathlib import Path
 
     launcher = Launcher(profile, roles=roles, echo=True,

@@ -66,6 +66,25 @@ class Completion:
     """Wall time of the call, retries included."""
 
 
+@dataclass(frozen=True)
+class Classified:
+    """Class probabilities from a classifier server, one row per input text."""
+
+    probs: list[list[float]]
+    prompt_tokens: int = 0
+    seconds: float = 0.0
+
+
+class Classifier(Protocol):
+    """A served sequence classifier (the Arbitrage router, a reward model)."""
+
+    name: str
+
+    async def classify(self, texts: list[str], *, truncate: int | None = None) -> Classified:
+        """Class probabilities of each text."""
+        ...
+
+
 @runtime_checkable
 class Endpoint(Protocol):
     """A served model that can complete a chat, whole or streamed."""
@@ -242,6 +261,30 @@ class OpenAIEndpoint:
         if content:
             out.top_logprobs = [(t.token, t.logprob) for t in content[0].top_logprobs]
         return out
+
+    async def classify(self, texts: list[str], *, truncate: int | None = None) -> Classified:
+        """Class probabilities of ``texts`` from a classifier server (vLLM ``/classify``).
+
+        ``truncate`` keeps the last ``truncate`` tokens of each text (vLLM's
+        ``truncate_prompt_tokens``).
+        """
+        body: dict[str, Any] = {"model": await self.model_name(), "input": texts}
+        if truncate:
+            body["truncate_prompt_tokens"] = truncate
+        url = self.base_url.removesuffix("/v1") + "/classify"
+        start = time.perf_counter()
+        resp = await self._call(self.client.post, url, body=body, cast_to=object)
+        seconds = time.perf_counter() - start
+        try:
+            rows = sorted(resp["data"], key=lambda row: row["index"])
+            probs = [[float(p) for p in row["probs"]] for row in rows]
+        except (KeyError, TypeError) as exc:
+            raise EndpointError(self.name, self.base_url,
+                                f"/classify answered without probabilities: {exc!r}; "
+                                "is this a classifier served with --runner pooling?") from None
+        usage = resp.get("usage") or {}
+        return Classified(probs=probs, prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                          seconds=seconds)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[Completion]:
         """Run ``request`` streamed; the final item has no text but the finish and usage."""

@@ -23,6 +23,7 @@ node with ``graph.ainvoke(None, config)``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Awaitable, Callable, Hashable
@@ -38,7 +39,7 @@ from langgraph.types import Checkpointer
 from .config import SpecReasonConfig
 from .endpoint import ChatRequest, Completion, Endpoint
 from .formats import PromptFormat, continue_messages, get_format, to_openai_messages
-from .judges import BaseModelJudge, Judge
+from .judges import BaseModelJudge, Judge, StepContext
 from .state import Decision, PendingStep, SpecReasonState, StepRecord
 
 NODES = ("start", "draft", "judge", "accept", "regenerate", "answer")
@@ -210,17 +211,24 @@ def create_specreason_graph(
             {"specreason_step": index, "specreason_call": "judge",
              "specreason_threshold": cfg.threshold},
             {"step": pending["text"]},
-            lambda: the_judge.judge(
-                to_openai_messages(state["messages"]), _step_texts(state), pending["text"]),
+            lambda: the_judge.judge(StepContext(
+                conversation=to_openai_messages(state["messages"]), steps=_step_texts(state),
+                authors=[s["author"] for s in state.get("steps") or []],
+                step=pending["text"], request=step_request(state))),
             lambda v: {"score": v.score, "decision": "kept" if v.accept else "rewritten",
-                       "prompt_tokens": v.prompt_tokens, "cached_tokens": v.cached_tokens})
+                       "prompt_tokens": v.prompt_tokens, "cached_tokens": v.cached_tokens,
+                       **v.detail})
         get_stream_writer()({"type": "scored", "step": index,
                              "score": verdict.score, "accepted": verdict.accept,
                              "seconds": verdict.seconds})
+        rewrite = None
+        if verdict.rewrite is not None and not verdict.accept:
+            rewrite = dataclasses.asdict(verdict.rewrite)
         return {"pending": {**pending, "score": verdict.score, "accept": verdict.accept,
                             "judge_s": verdict.seconds,
                             "judge_prompt_tokens": verdict.prompt_tokens,
-                            "judge_cached_tokens": verdict.cached_tokens}}
+                            "judge_cached_tokens": verdict.cached_tokens,
+                            "verdict": verdict.detail, "rewrite": rewrite}}
 
     async def accept(state: SpecReasonState) -> dict[str, Any]:
         pending = state["pending"]
@@ -232,6 +240,7 @@ def create_specreason_graph(
             "draft_s": pending["draft_s"], "judge_s": pending["judge_s"], "regen_s": 0.0,
             "judge_prompt_tokens": pending["judge_prompt_tokens"],
             "judge_cached_tokens": pending["judge_cached_tokens"], "finish": pending["finish"],
+            "verdict": pending.get("verdict") or {},
         }
         return _keep(state, record)
 
@@ -239,13 +248,20 @@ def create_specreason_graph(
         pending = state.get("pending")
         index = len(state.get("steps") or [])
         decision: Decision = "rewritten" if pending else "base"
-        request = step_request(state)
-        done = await traced_call(
-            config, "rewrite_step",
-            {"specreason_step": index, "specreason_call": "regenerate",
-             "specreason_decision": decision,
-             "specreason_score": pending["score"] if pending else None},
-            {"messages": request.messages}, lambda: base.complete(request), _completion_out)
+        ready = pending.get("rewrite") if pending else None
+        if ready:  # the judge already wrote the base step (the oracle)
+            done = Completion(text=ready["text"], finish_reason=ready["finish_reason"],
+                              stop_reason=ready["stop_reason"],
+                              completion_tokens=ready["tokens"], seconds=0.0)
+        else:
+            request = step_request(state)
+            done = await traced_call(
+                config, "rewrite_step",
+                {"specreason_step": index, "specreason_call": "regenerate",
+                 "specreason_decision": decision,
+                 "specreason_score": pending["score"] if pending else None},
+                {"messages": request.messages}, lambda: base.complete(request),
+                _completion_out)
         text, finish = step_finish(done, cfg.delimiter, fmt.thinking_end)
         record: StepRecord = {
             "index": index, "text": text, "author": "base",
@@ -260,6 +276,7 @@ def create_specreason_graph(
             "judge_prompt_tokens": pending["judge_prompt_tokens"] if pending else 0,
             "judge_cached_tokens": pending["judge_cached_tokens"] if pending else None,
             "finish": finish,
+            "verdict": (pending.get("verdict") or {}) if pending else {},
         }
         update = _keep(state, record)
         if index == 0:

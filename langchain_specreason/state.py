@@ -28,7 +28,7 @@ checkpointer can store it and a run can resume from its last completed step.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
@@ -64,6 +64,8 @@ class StepRecord(TypedDict):
     judge_cached_tokens: int | None
     finish: str
     """How the step ended: ``delimiter``, ``end`` (end of message), ``thinking_end``, ``length``."""
+    verdict: NotRequired[dict[str, Any]]
+    """The judge's detail (top logprobs, router probability, oracle scores, ...)."""
 
 
 class PendingStep(TypedDict):
@@ -78,6 +80,9 @@ class PendingStep(TypedDict):
     judge_s: float
     judge_prompt_tokens: int
     judge_cached_tokens: int | None
+    verdict: NotRequired[dict[str, Any]]
+    rewrite: NotRequired[dict[str, Any] | None]
+    """A replacement step the judge already wrote (see :class:`~.judges.Rewrite`)."""
 
 
 class SpecReasonState(TypedDict, total=False):

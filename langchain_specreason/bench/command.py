@@ -28,12 +28,14 @@ from .datasets import GRADERS, Problem, is_file_dataset, load_problems
 from .meta import MetaFile
 from .modes import (
     MODES,
+    ROUTER_MODES,
     SCORE_METHODS,
     Run,
     expand_runs,
     group_by_variant,
     parse_modes,
     parse_score_methods,
+    parse_taus,
     parse_thresholds,
 )
 from .report import write_report
@@ -58,6 +60,9 @@ def add_parser(subparsers: Any) -> None:
     servers.add_argument("--sd-variant", default="sd",
                          help="profile variant for modes sd and specreason+sd (sd: draft_model "
                               "speculator; ngram)")
+    servers.add_argument("--router-url",
+                         help="running Arbitrage router (classifier) server, for mode arbitrage "
+                              "(default: the profile's [router] server)")
     servers.add_argument("--family", help="prompt family (default: the profile's)")
     data = p.add_argument_group("problems")
     data.add_argument("--dataset", default="gsm8k",
@@ -75,6 +80,10 @@ def add_parser(subparsers: Any) -> None:
                       help="SpecReason threshold 0-10; a comma list sweeps (default: 7)")
     runs.add_argument("--score-method", default="greedy",
                       help=f"{' or '.join(SCORE_METHODS)}; a comma list sweeps")
+    runs.add_argument("--tau", default="0.5",
+                      help="Arbitrage router threshold on p(escalate), 0-1; a comma list sweeps")
+    runs.add_argument("--oracle-tau", type=float, default=0.0,
+                      help="oracle: escalate when the base step scores this much better")
     runs.add_argument("--budget", type=int, default=1024, help="reasoning token budget")
     runs.add_argument("--step-max-tokens", type=int, default=256, help="cap on one step")
     runs.add_argument("--answer-max-tokens", type=int, default=512, help="cap on the answer")
@@ -112,10 +121,13 @@ def default_out(dataset: str, now: datetime | None = None) -> Path:
 def make_plan(args: argparse.Namespace) -> Plan:
     """Parse and validate the flags, load the problems (raises typed errors)."""
     all_runs = expand_runs(parse_modes(args.modes), parse_thresholds(args.threshold),
-                           parse_score_methods(args.score_method))
-    source = ServerSource(args.profile, args.draft_url, args.base_url, args.sd_base_url)
+                           parse_score_methods(args.score_method), parse_taus(args.tau),
+                           args.oracle_tau)
+    source = ServerSource(args.profile, args.draft_url, args.base_url, args.sd_base_url,
+                          args.router_url)
     groups = group_by_variant(all_runs, args.sd_variant)
-    source.check([variant for variant, _ in groups])
+    source.check([variant for variant, _ in groups],
+                 router=any(run.mode in ROUTER_MODES for run in all_runs))
     settings = BenchSettings(
         budget=args.budget, step_max_tokens=args.step_max_tokens,
         answer_max_tokens=args.answer_max_tokens, temperature=args.temperature, seed=args.seed,
@@ -157,7 +169,8 @@ async def execute(plan: Plan, *, progress: bool = True) -> int:
         for variant, group in plan.groups:
             if all(run.key(p.id) in done for run in group for p in plan.problems):
                 continue
-            with plan.source.servers(variant) as pair:
+            router = any(run.mode in ROUTER_MODES for run in group)
+            with plan.source.servers(variant, router=router) as pair:
                 meta.add_servers(pair.describe())
                 solved += await run_group(pair, group, plan.problems, done, plan.settings,
                                           Sinks(results, runs, bar))

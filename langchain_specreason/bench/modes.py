@@ -8,10 +8,14 @@ mode                      who answers                                         ba
 ``specreason``            SpecReason (draft writes, base judges and rewrites)  plain
 ``sd``                    the base model alone, token-level spec. decoding    variant
 ``specreason+sd``         SpecReason over the speculative-decoding base        variant
+``arbitrage``             draft writes, the router escalates to the base      plain + router
+``oracle``                both write every step, the better-scored is kept    plain
 ========================  ==================================================  ===============
 
 A *run* is one mode at one threshold and score method (thresholds and score methods only
-apply to the SpecReason modes). Results are keyed by run and problem.
+apply to the SpecReason modes; ``arbitrage`` runs at each router ``tau`` (a probability),
+``oracle`` at its advantage margin, scoring steps with the ``average`` method). Results are
+keyed by run and problem.
 """
 
 from __future__ import annotations
@@ -22,8 +26,13 @@ from typing import Any
 
 from ..errors import ConfigError
 
-MODES: tuple[str, ...] = ("base", "draft", "specreason", "sd", "specreason+sd")
+MODES: tuple[str, ...] = ("base", "draft", "specreason", "sd", "specreason+sd", "arbitrage",
+                          "oracle")
 SPECREASON_MODES = frozenset({"specreason", "specreason+sd"})
+GRAPH_MODES = frozenset({"specreason", "specreason+sd", "arbitrage", "oracle"})
+"""Modes answered by the SpecReason graph (with one judge or another)."""
+ROUTER_MODES = frozenset({"arbitrage"})
+"""Modes that need the router server."""
 SD_MODES = frozenset({"sd", "specreason+sd"})
 SCORE_METHODS: tuple[str, ...] = ("greedy", "average")
 
@@ -41,6 +50,8 @@ class Run:
         """Short name for tables and plots (``specreason t=7``, ``base``)."""
         if self.threshold is None:
             return self.mode
+        if self.mode not in SPECREASON_MODES:
+            return f"{self.mode} tau={self.threshold:g}"
         method = "" if self.score_method in (None, "greedy") else f" {self.score_method}"
         return f"{self.mode} t={self.threshold:g}{method}"
 
@@ -108,14 +119,39 @@ def parse_score_methods(text: str) -> list[str]:
     return methods
 
 
+def parse_taus(text: str) -> list[float]:
+    """Router thresholds of a comma list (probabilities, 0-1)."""
+    values: list[float] = []
+    for part in _items(text):
+        try:
+            value = float(part)
+        except ValueError:
+            raise ConfigError(f"tau {part!r} is not a number") from None
+        if not 0 <= value <= 1:
+            raise ConfigError(f"router tau is a probability between 0 and 1, got {part}")
+        values.append(value)
+    if not values:
+        raise ConfigError("--tau is empty; give a probability or a comma list")
+    return list(dict.fromkeys(values))
+
+
 def expand_runs(modes: Iterable[str], thresholds: Iterable[float],
-                score_methods: Iterable[str]) -> list[Run]:
-    """One run per baseline mode; one per threshold and score method for SpecReason modes."""
-    thresholds, score_methods = list(thresholds), list(score_methods)
+                score_methods: Iterable[str], taus: Iterable[float] = (0.5,),
+                oracle_tau: float = 0.0) -> list[Run]:
+    """The runs of a plan, in the given mode order.
+
+    One per baseline mode; one per threshold and score method for SpecReason modes; one per
+    ``tau`` for ``arbitrage``; one for ``oracle``.
+    """
+    thresholds, score_methods, taus = list(thresholds), list(score_methods), list(taus)
     runs: list[Run] = []
     for mode in modes:
         if mode in SPECREASON_MODES:
             runs += [Run(mode, t, m) for t in thresholds for m in score_methods]
+        elif mode == "arbitrage":
+            runs += [Run(mode, tau) for tau in taus]
+        elif mode == "oracle":
+            runs.append(Run(mode, oracle_tau, "average"))
         else:
             runs.append(Run(mode))
     return runs

@@ -46,6 +46,10 @@ class Row:
     cache_hit_rate: float | None
     judge_prefill_per_call: float | None
     errors: int
+    base_generated: float | None = None
+    """Mean tokens the base server generated per problem (its own counters)."""
+    base_prefilled: float | None = None
+    """Mean prompt tokens the base server computed per problem (prompt minus cache hits)."""
     time_split: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -86,6 +90,15 @@ def _cache_hit_rate(records: Sequence[dict[str, Any]]) -> float | None:
                   sum(d["prefix_cache_queries"] for d in known))
 
 
+def _base_compute(records: Sequence[dict[str, Any]]) -> tuple[float | None, float | None]:
+    known = [d for d in ((r.get("server") or {}).get("base") for r in records)
+             if d and "generation_tokens" in d]
+    if not known:
+        return None, None
+    return (_mean(d["generation_tokens"] for d in known),
+            _mean(d["prompt_tokens"] - d["prefix_cache_hits"] for d in known))
+
+
 def summarize_run(run: Run, records: Sequence[dict[str, Any]],
                   base_latency: dict[str, float]) -> Row:
     """The row of one run; ``base_latency`` maps problem id to the ``base`` run's latency."""
@@ -96,6 +109,7 @@ def summarize_run(run: Run, records: Sequence[dict[str, Any]],
         speedup = _ratio(_mean(base_latency[str(r["problem_id"])] for r in common),
                          _mean(float(r["latency_s"]) for r in common))
     steps = sum(r["steps_kept"] + r["steps_rewritten"] + r["steps_base"] for r in records)
+    generated, prefilled = _base_compute(records)
     return Row(
         run=run, problems=len(records), correct=sum(bool(r["correct"]) for r in records),
         mean_s=_mean(latencies), p50_s=percentile(latencies, 50),
@@ -107,6 +121,7 @@ def summarize_run(run: Run, records: Sequence[dict[str, Any]],
         judge_prefill_per_call=_ratio(sum(r["judge_prefill_tokens"] for r in records),
                                       sum(r["judge_calls"] for r in records)),
         errors=sum(r.get("error") is not None for r in records),
+        base_generated=generated, base_prefilled=prefilled,
         time_split={part: _mean(float(r.get(part) or 0.0) for r in records)
                     for part in TIME_PARTS},
     )
@@ -157,15 +172,17 @@ def render_markdown(rows: Sequence[Row], meta: dict[str, Any]) -> str:
     dataset = (meta.get("settings") or {}).get("dataset", "?")
     out = [f"# Benchmark: {dataset}", "", *_settings_lines(meta), ""]
     out += ["| run | problems | accuracy | mean s | p50 s | p90 s | speed-up vs base | "
-            "steps by draft | overhead share | base prefix-cache hit | judge prefill tok/call |",
-            "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+            "steps by draft | overhead share | base prefix-cache hit | judge prefill tok/call | "
+            "base tok generated | base tok prefilled |",
+            "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for r in rows:
         out.append(
             f"| {r.run.label} | {r.problems} | {r.accuracy:.1%} ({r.correct}) | "
             f"{_fmt(r.mean_s, '.2f')} | {_fmt(r.p50_s, '.2f')} | {_fmt(r.p90_s, '.2f')} | "
             f"{_fmt(r.speedup, '.2f', '×')} | {_fmt(r.draft_share, '.0%')} | "
             f"{_fmt(r.overhead_share, '.1%')} | {_fmt(r.cache_hit_rate, '.0%')} | "
-            f"{_fmt(r.judge_prefill_per_call, '.0f')} |"
+            f"{_fmt(r.judge_prefill_per_call, '.0f')} | {_fmt(r.base_generated, '.0f')} | "
+            f"{_fmt(r.base_prefilled, '.0f')} |"
         )
     out += ["", "Mean seconds per problem by where they went:", "",
             "| run | draft | judge | regenerate | answer | overhead |",
@@ -176,8 +193,9 @@ def render_markdown(rows: Sequence[Row], meta: dict[str, Any]) -> str:
     errors = sum(r.errors for r in rows)
     out += ["", "Speed-up: mean latency of `base` over the mean latency of the run, on the "
             "problems both answered. Steps by draft: kept draft steps over all kept steps. "
-            "Overhead: time outside server calls. Single-model runs count their whole reply as "
-            "draft (`draft`) or answer (`base`, `sd`) time."]
+            "Overhead: time outside server calls. Base tokens generated / prefilled: per "
+            "problem, from the base server's own counters (its compute). Single-model runs "
+            "count their whole reply as draft (`draft`) or answer (`base`, `sd`) time."]
     if errors:
         out += ["", f"{errors} problem(s) could not run (prompt too long); they count as wrong."]
     return "\n".join(out) + "\n"
@@ -185,7 +203,8 @@ def render_markdown(rows: Sequence[Row], meta: dict[str, Any]) -> str:
 
 def _colors(rows: Sequence[Row]) -> list[str]:
     palette = {"base": "tab:gray", "draft": "tab:orange", "specreason": "tab:blue",
-               "sd": "tab:green", "specreason+sd": "tab:purple"}
+               "sd": "tab:green", "specreason+sd": "tab:purple", "arbitrage": "tab:red",
+               "oracle": "tab:brown"}
     return [palette.get(r.run.mode, "tab:red") for r in rows]
 
 

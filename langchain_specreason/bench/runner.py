@@ -21,8 +21,10 @@ from tqdm import tqdm
 from ..baselines import SingleModelRun, single_model
 from ..config import SpecReasonConfig
 from ..endpoint import Endpoint, OpenAIEndpoint
-from ..errors import ContextLengthError
+from ..errors import ConfigError, ContextLengthError
+from ..formats import get_format
 from ..graph import create_specreason_graph
+from ..judges import BaseModelScorer, Judge
 from ..metrics import (
     CACHE_HITS,
     CACHE_QUERIES,
@@ -35,7 +37,7 @@ from ..metrics import (
 from ..stats import SpecReasonStats
 from .datasets import Problem
 from .grading import grade
-from .modes import SPECREASON_MODES, Run
+from .modes import GRAPH_MODES, SPECREASON_MODES, Run
 from .prompts import build_prompt
 from .results import JsonlAppender, ResultKey
 from .servers import ServerPair
@@ -60,7 +62,7 @@ class BenchSettings:
     def config(self, run: Run) -> SpecReasonConfig:
         """The SpecReason config of ``run`` (baselines use its budget and sampling)."""
         extra: dict[str, Any] = {}
-        if run.threshold is not None:
+        if run.threshold is not None and run.mode in SPECREASON_MODES:
             extra["threshold"] = run.threshold
         if run.score_method is not None:
             extra["score_method"] = run.score_method
@@ -92,16 +94,35 @@ def failed_stats(wall_s: float) -> SpecReasonStats:
     return SpecReasonStats.from_state({}, wall_s=wall_s)
 
 
+def make_judge(run: Run, base: Endpoint, router: OpenAIEndpoint | None,
+               settings: BenchSettings) -> Judge | None:
+    """The judge of a graph run (``None``: the graph's default, SpecReason's base judge)."""
+    from ..arbitrage.oracle import OracleJudge
+    from ..arbitrage.router import RouterJudge
+
+    if run.mode == "arbitrage":
+        if router is None:
+            raise ConfigError("mode arbitrage needs a router server: give --router-url, or a "
+                              "profile with a [router] section")
+        return RouterJudge(router, tau=run.threshold if run.threshold is not None else 0.5)
+    if run.mode == "oracle":
+        scorer = BaseModelScorer(base, get_format(settings.family), method="average")
+        return OracleJudge(base, scorer, tau=run.threshold or 0.0)
+    return None
+
+
 class Solver:
     """Answers problems in one run over one draft and one base endpoint."""
 
-    def __init__(self, run: Run, draft: Endpoint, base: Endpoint, settings: BenchSettings):
+    def __init__(self, run: Run, draft: Endpoint, base: Endpoint, settings: BenchSettings,
+                 router: OpenAIEndpoint | None = None):
         self.run = run
         self.config = settings.config(run)
         self.endpoint = draft if run.mode == "draft" else base
-        self.graph = (create_specreason_graph(draft, base, config=self.config,
-                                              family=settings.family)
-                      if run.mode in SPECREASON_MODES else None)
+        self.graph = (create_specreason_graph(
+            draft, base, config=self.config, family=settings.family,
+            judge=make_judge(run, base, router, settings))
+            if run.mode in GRAPH_MODES else None)
 
     async def answer(self, prompt: str) -> tuple[str, SpecReasonStats]:
         """The reply to ``prompt`` and what producing it cost (wall time included)."""
@@ -180,12 +201,13 @@ async def run_group(
     """Solve the problems of each run not yet in ``done``; returns how many were solved."""
     draft, base = endpoints or (OpenAIEndpoint(pair.draft_url, name="draft"),
                                 OpenAIEndpoint(pair.base_url, name="base"))
+    router = OpenAIEndpoint(pair.router_url, name="router") if pair.router_url else None
     solved = 0
     for run in runs:
         todo = [p for p in problems if run.key(p.id) not in done]
         if not todo:
             continue
-        solver = Solver(run, draft, base, settings)
+        solver = Solver(run, draft, base, settings, router)
         sinks.bar.set_postfix_str(run.label)
         started, clock = datetime.now(UTC).isoformat(), time.perf_counter()
         first = now = await _snapshots(pair, metrics)

@@ -18,7 +18,7 @@ import httpx
 
 from ..errors import ConfigError
 from ..serving.launcher import Launcher
-from ..serving.profiles import Profile, load_profile
+from ..serving.profiles import Profile, Role, load_profile
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,8 @@ class ServerPair:
     draft_url: str
     base_url: str
     profile: Profile | None = field(default=None, compare=False)
+    router_url: str | None = None
+    """The Arbitrage router server, when a run needs it."""
 
     def describe(self) -> dict[str, Any]:
         """URLs, served models and (when known) the servers' flags, for ``meta.json``."""
@@ -39,6 +41,11 @@ class ServerPair:
                 spec = self.profile.draft if role == "draft" else self.profile.base
                 info.update(model=spec.model, args=list(spec.args), env=dict(spec.env))
             out[role] = info
+        if self.router_url:
+            out["router"] = {"url": self.router_url, "models": served_models(self.router_url)}
+            if self.profile is not None and self.profile.router is not None:
+                out["router"].update(model=self.profile.router.model,
+                                     args=list(self.profile.router.args))
         if self.profile is not None:
             out["profile"] = self.profile.name
         return out
@@ -52,6 +59,7 @@ class ServerSource:
     draft_url: str | None = None
     base_url: str | None = None
     sd_base_url: str | None = None
+    router_url: str | None = None
 
     def __post_init__(self) -> None:
         if bool(self.draft_url) != bool(self.base_url):
@@ -65,8 +73,15 @@ class ServerSource:
         """True when running servers are given by URL."""
         return bool(self.draft_url)
 
-    def check(self, variants: list[str | None]) -> None:
-        """Fail before any work when a needed variant cannot be served."""
+    def check(self, variants: list[str | None], *, router: bool = False) -> None:
+        """Fail before any work when a needed variant (or the router) cannot be served."""
+        if router and not self.router_url:
+            if self.explicit:
+                raise ConfigError("mode arbitrage needs the router: give --router-url (a "
+                                  "classifier served with --runner pooling)")
+            if load_profile(self.profile).router is None:
+                raise ConfigError(f"profile {self.profile!r} has no [router] server; give "
+                                  "--router-url")
         for variant in variants:
             if variant is None:
                 continue
@@ -80,20 +95,27 @@ class ServerSource:
                 load_profile(self.profile, variant=variant)  # raises for an unknown variant
 
     @contextlib.contextmanager
-    def servers(self, variant: str | None) -> Iterator[ServerPair]:
-        """The servers of ``variant`` for the duration of the block (started and stopped)."""
+    def servers(self, variant: str | None, *, router: bool = False) -> Iterator[ServerPair]:
+        """The servers of ``variant`` for the duration of the block (started and stopped).
+
+        With ``router``, the router server too (unless given by URL).
+        """
         if self.explicit:
             assert self.draft_url and self.base_url
             base = self.sd_base_url if variant is not None else self.base_url
             assert base is not None
-            yield ServerPair(variant, self.draft_url, base)
+            yield ServerPair(variant, self.draft_url, base, router_url=self.router_url)
             return
         profile = load_profile(self.profile, variant=variant)
-        launcher = Launcher(profile)
+        own_router = router and not self.router_url
+        roles: tuple[Role, ...] = ("draft", "base", "router") if own_router else ("draft", "base")
+        launcher = Launcher(profile, roles=roles)
         print(f"bench: starting the {profile.name}{'/' + variant if variant else ''} servers "
               f"(logs: {launcher.log_dir})", file=sys.stderr, flush=True)
         with launcher:
-            yield ServerPair(variant, launcher.urls["draft"], launcher.urls["base"], profile)
+            router_url = launcher.urls.get("router") if own_router else self.router_url
+            yield ServerPair(variant, launcher.urls["draft"], launcher.urls["base"], profile,
+                             router_url=router_url)
 
 
 def served_models(url: str, *, timeout: float = 10.0) -> list[dict[str, Any]]:

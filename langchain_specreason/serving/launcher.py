@@ -37,10 +37,25 @@ _MODEL_REF = re.compile(r"\{model:([^}]+)\}")
 
 
 def resolve_model(model: str, *, fetch_missing: bool = True) -> str:
-    """Catalog names become their local folder (fetched if needed); anything else is kept."""
+    """The ``--model`` of a server.
+
+    Catalog names become their local folder (fetched if needed), ``router:NAME`` a trained
+    router's folder; anything else is kept.
+    """
     if model in CATALOG:
         return str(fetch(model) if fetch_missing else model_dir(model))
+    if model.startswith("router:"):
+        folder = router_dir(model.removeprefix("router:"))
+        if fetch_missing and not (folder / "router.json").is_file():
+            raise ServeError(f"no trained router at {folder}; make one with `specreason "
+                             f"arbitrage train --out {folder}` (or pass --router-model DIR)")
+        return str(folder)
     return model
+
+
+def router_dir(name: str) -> Path:
+    """Default folder of the router trained for profile ``name``."""
+    return cache_root() / "routers" / name
 
 
 def expand_args(args: Iterable[str], *, fetch_missing: bool = True) -> list[str]:

@@ -17,6 +17,11 @@ A profile is a TOML file in ``serve/profiles/`` (shipped inside the wheel as pac
     args = ["--speculative-config", '{"method":"draft_model","model":"{model:qwen2.5-coder-0.5b}"}']
 
 ``{model:NAME}`` inside an argument expands to the fetched folder of catalog model NAME.
+
+An optional ``[router]`` section describes the Arbitrage router server (a classifier served
+with ``--runner pooling``); it starts only when asked for (``specreason serve --with-router``,
+or a benchmark with the ``arbitrage`` mode). Its model ``router:NAME`` is the folder that
+``specreason arbitrage train`` writes by default (``<cache>/routers/NAME``).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from typing import Literal
 
 from ..errors import ConfigError, ServeError
 
-Role = Literal["draft", "base"]
+Role = Literal["draft", "base", "router"]
 
 
 @dataclass(frozen=True)
@@ -66,10 +71,12 @@ class Profile:
     base: ServerSpec
     variant: str | None = None
     variants: tuple[str, ...] = field(default=(), compare=False)
+    router: ServerSpec | None = None
+    """The Arbitrage router server, when the profile has one."""
 
-    def servers(self) -> tuple[ServerSpec, ServerSpec]:
-        """Both servers, draft first."""
-        return (self.draft, self.base)
+    def servers(self) -> tuple[ServerSpec, ...]:
+        """Every server of the profile: draft, base, then the router if any."""
+        return (self.draft, self.base) + ((self.router,) if self.router else ())
 
 
 def profiles_dir() -> Path:
@@ -95,6 +102,8 @@ def load_profile(
     base_port: int | None = None,
     host: str | None = None,
     extra_args: dict[str, list[str]] | None = None,
+    router_model: str | None = None,
+    router_port: int | None = None,
 ) -> Profile:
     """Load profile ``name`` (a profile name or a path to a TOML file) with overrides applied."""
     path = Path(name)
@@ -151,6 +160,22 @@ def load_profile(
         "base"
     ].host:
         raise ConfigError(f"draft and base servers cannot share port {servers['base'].port}")
+    router = None
+    section = data.get("router")
+    if section is not None:
+        if not isinstance(section, dict) or "model" not in section or "port" not in section:
+            raise ConfigError(f"profile {path.stem!r}: [router] needs at least model and port")
+        router = ServerSpec(
+            role="router", model=router_model or str(section["model"]),
+            served_name=str(section.get("served_name", "router")),
+            port=router_port or int(section["port"]), host=host or section.get("host", "127.0.0.1"),
+            args=tuple(str(a) for a in section.get("args", [])),
+            env=tuple((str(k), str(v)) for k, v in section.get("env", {}).items()),
+        )
+        if router.port in (servers["draft"].port, servers["base"].port):
+            raise ConfigError(f"the router cannot share port {router.port} with another server")
+    elif router_model or router_port:
+        raise ConfigError(f"profile {path.stem!r} has no [router] section")
     return Profile(
         name=path.stem,
         description=data.get("description", ""),
@@ -160,4 +185,5 @@ def load_profile(
         base=servers["base"],
         variant=variant,
         variants=tuple(variants),
+        router=router,
     )

@@ -1,0 +1,136 @@
+"""``specreason arbitrage label|train``: make router training data, then the router.
+
+::
+
+    specreason arbitrage label --profile cpu --dataset gsm8k-train --limit 40 --out runs/labels
+    specreason arbitrage train --dataset runs/labels --out ~/.cache/langchain-specreason/routers/cpu
+
+Flags follow ``specreason bench``: ``--profile`` or ``--draft-url/--base-url``, ``--dataset``,
+``--limit``, ``--out``. Labelling resumes in the same ``--out``; training writes a Hugging
+Face folder that vLLM serves as a classifier (the profile's ``[router]`` server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add ``arbitrage label`` and ``arbitrage train`` to the ``specreason`` subcommands."""
+    p = subparsers.add_parser("arbitrage", help="label steps and train the Arbitrage router")
+    sub = p.add_subparsers(dest="arbitrage_command", required=True)
+
+    label = sub.add_parser("label", help="run the oracle over problems; write labelled steps")
+    label.add_argument("--profile", default="cpu",
+                       help="serve profile whose servers are started (default: cpu)")
+    label.add_argument("--draft-url", help="use this running draft server instead")
+    label.add_argument("--base-url", help="use this running base server instead")
+    label.add_argument("--family", help="prompt family (default: the profile's)")
+    label.add_argument("--dataset", default="gsm8k-train",
+                       help="gsm8k-train (default), gsm8k, math500, or a .jsonl path")
+    label.add_argument("--question-field", default="question", help="JSONL: question field")
+    label.add_argument("--answer-field", default="answer", help="JSONL: gold answer field")
+    label.add_argument("--id-field", help="JSONL: problem id field (default: line number)")
+    label.add_argument("--limit", type=int, help="only the first N problems")
+    label.add_argument("--out", help="label folder; reuse one to resume "
+                                     "(default: runs/labels-<dataset>)")
+    label.add_argument("--tau", type=float, default=0.0,
+                       help="the oracle keeps the base step when it scores this much better")
+    label.add_argument("--score-method", default="average", choices=["average", "greedy"],
+                       help="how the base model's score is read (default: average)")
+    label.add_argument("--budget", type=int, default=1024, help="reasoning token budget")
+    label.add_argument("--step-max-tokens", type=int, default=256, help="cap on one step")
+    label.add_argument("--answer-max-tokens", type=int, default=512, help="cap on the answer")
+    label.add_argument("--temperature", type=float, default=0.0)
+    label.add_argument("--seed", type=int, default=0)
+    label.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    train = sub.add_parser("train", help="fine-tune the router on labelled steps")
+    train.add_argument("--dataset", required=True,
+                       help="labels.jsonl, or the folder `arbitrage label` wrote")
+    train.add_argument("--limit", type=int, help="only the first N labelled steps")
+    train.add_argument("--out", help="router folder (default: the profile's router:NAME folder)")
+    train.add_argument("--profile", default="cpu", help="names the default --out (default: cpu)")
+    train.add_argument("--base-model", default="smollm2-135m",
+                       help="catalog name or folder to start from (default: smollm2-135m)")
+    train.add_argument("--margin", type=float, default=0.0,
+                       help="label 1 (escalate) when the advantage exceeds this")
+    train.add_argument("--epochs", type=float, default=3)
+    train.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
+    train.add_argument("--learning-rate", type=float, default=5e-5)
+    train.add_argument("--batch-size", type=int, default=8)
+    train.add_argument("--held-out", type=float, default=0.2,
+                       help="share of problems held out for model selection (default: 0.2)")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+async def run(args: argparse.Namespace) -> int:
+    """``specreason arbitrage ...``: returns the process exit code."""
+    if args.arbitrage_command == "label":
+        return await _label(args)
+    return _train(args)
+
+
+async def _label(args: argparse.Namespace) -> int:
+    from ..bench.datasets import is_file_dataset, load_problems
+    from ..bench.servers import ServerSource
+    from ..config import SpecReasonConfig
+    from ..endpoint import OpenAIEndpoint
+    from ..serving.profiles import load_profile
+    from .label import label_problems
+
+    config = SpecReasonConfig(budget=args.budget, step_max_tokens=args.step_max_tokens,
+                              answer_max_tokens=args.answer_max_tokens,
+                              temperature=args.temperature, seed=args.seed)
+    source = ServerSource(args.profile, args.draft_url, args.base_url)
+    family = args.family or load_profile(args.profile).family
+    problems = load_problems(args.dataset, question_field=args.question_field,
+                             answer_field=args.answer_field, id_field=args.id_field,
+                             limit=args.limit, seed=args.seed)
+    name = Path(args.dataset).stem if is_file_dataset(args.dataset) else args.dataset
+    out = Path(args.out) if args.out else Path("runs") / f"labels-{name}"
+    print(f"label: {len(problems)} problems; labels in {out}", file=sys.stderr, flush=True)
+    with source.servers(None) as pair:
+        summary = await label_problems(
+            OpenAIEndpoint(pair.draft_url, name="draft"),
+            OpenAIEndpoint(pair.base_url, name="base"),
+            problems, out, config=config, family=family, score_method=args.score_method,
+            tau=args.tau, progress=not args.no_progress)
+    print(summary.format())
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    from ..catalog import CATALOG
+    from ..fetch import fetch
+    from ..serving.launcher import router_dir
+    from .label import LABELS
+    from .train import load_labels, train_router
+
+    path = Path(args.dataset)
+    if path.is_dir():
+        path = path / LABELS
+    labels = load_labels(path)
+    if args.limit is not None:
+        if args.limit <= 0:
+            raise ConfigError(f"--limit must be a positive integer, got {args.limit}")
+        labels = labels[:args.limit]
+    base_model = Path(fetch(args.base_model)) if args.base_model in CATALOG \
+        else Path(args.base_model)
+    if not base_model.is_dir():
+        raise ConfigError(f"--base-model {args.base_model!r} is neither a catalog model nor a "
+                          "folder")
+    out = Path(args.out) if args.out else router_dir(args.profile)
+    report = train_router(
+        labels, out, base_model=base_model, margin=args.margin, epochs=args.epochs,
+        max_steps=args.max_steps, learning_rate=args.learning_rate,
+        batch_size=args.batch_size, held_out=args.held_out, seed=args.seed,
+        progress=not args.no_progress)
+    print(report.format())
+    return 0
