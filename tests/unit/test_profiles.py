@@ -50,6 +50,9 @@ def test_server_args_parse_with_vllms_parser(vllm_parser, name, variant):
         args = vllm_parser.parse_args(argv)
         assert args.port == spec.port
         assert args.served_model_name == [spec.served_name]
+        if spec.role == "router":
+            assert args.runner == "pooling"
+            continue
         assert args.enable_prefix_caching is True
         if spec.role == "base" and variant is not None:
             config = args.speculative_config
@@ -62,7 +65,25 @@ def test_cpu_servers_get_their_own_core():
     for name in ("cpu", "cpu-test"):
         profile = load_profile(name)
         binds = [dict(s.env)["VLLM_CPU_OMP_THREADS_BIND"] for s in profile.servers()]
-        assert binds == ["0", "1"]
+        assert binds == ["0", "1", "0"]  # the router shares the draft's core
+
+
+def test_router_server_of_a_profile(tmp_path, monkeypatch):
+    from langchain_specreason.serving.launcher import resolve_model, router_dir
+
+    profile = load_profile("cpu")
+    assert profile.router is not None and profile.router.model == "router:cpu"
+    assert [s.role for s in profile.servers()] == ["draft", "base", "router"]
+    monkeypatch.setenv("SPECREASON_CACHE_DIR", str(tmp_path))
+    with pytest.raises(ServeError, match="arbitrage train"):
+        resolve_model("router:cpu")
+    assert resolve_model("router:cpu", fetch_missing=False) == str(router_dir("cpu"))
+    other = load_profile("cpu", router_model=str(tmp_path), router_port=9003)
+    assert (other.router.model, other.router.port) == (str(tmp_path), 9003)
+    with pytest.raises(ConfigError, match="share port"):
+        load_profile("cpu", router_port=profile.base.port)
+    with pytest.raises(ConfigError, match="no \\[router\\]"):
+        load_profile("gpu-1x", router_port=9003)
 
 
 def test_overrides():
