@@ -43,10 +43,11 @@ class ServeProcess:
 
 
 def start_serve(profile: str = "cpu-test", *extra: str, log_dir: Path = LOG_DIR,
-                timeout: float = 1200.0) -> ServeProcess:
-    """Run `specreason serve --profile ...` and wait for its `draft:` and `base:` lines."""
+                timeout: float = 1200.0, roles: tuple[str, ...] = ("draft", "base"),
+                name: str = "serve-cli") -> ServeProcess:
+    """Run `specreason serve --profile ...` and wait for a `<role>: <url>` line per role."""
     log_dir.mkdir(parents=True, exist_ok=True)
-    stderr_path = log_dir / "serve-cli.err"
+    stderr_path = log_dir / f"{name}.err"
     cmd = [sys.executable, "-m", "langchain_specreason.cli", "serve", "--profile", profile,
            "--log-dir", str(log_dir), *extra]
     with stderr_path.open("w") as err:
@@ -55,14 +56,14 @@ def start_serve(profile: str = "cpu-test", *extra: str, log_dir: Path = LOG_DIR,
     serve = ServeProcess(proc, stderr_path=stderr_path)
     deadline = time.monotonic() + timeout
     assert proc.stdout is not None
-    while len(serve.urls) < 2:
+    while len(serve.urls) < len(roles):
         line = proc.stdout.readline()
         if not line:
             proc.wait(timeout=60)
             raise RuntimeError(f"`specreason serve` exited with {proc.returncode}: "
                                f"{stderr_path.read_text()[-2000:]}")
         role, _, url = line.strip().partition(": ")
-        if role in ("draft", "base"):
+        if role in roles:
             serve.urls[role] = url
         if time.monotonic() > deadline:
             serve.interrupt()

@@ -60,7 +60,7 @@ def add_parser(subparsers: Any) -> None:
                        help="catalog name or folder to start from (default: smollm2-135m)")
     train.add_argument("--margin", type=float, default=0.0,
                        help="label 1 (escalate) when the advantage exceeds this")
-    train.add_argument("--epochs", type=float, default=3)
+    train.add_argument("--epochs", type=int, default=3)
     train.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
     train.add_argument("--learning-rate", type=float, default=5e-5)
     train.add_argument("--batch-size", type=int, default=8)
