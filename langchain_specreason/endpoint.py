@@ -270,7 +270,8 @@ class OpenAIEndpoint:
         """
         body: dict[str, Any] = {"model": await self.model_name(), "input": texts}
         if truncate:
-            body["truncate_prompt_tokens"] = truncate
+            # vLLM's pooling endpoints cut from the right unless told otherwise
+            body.update(truncate_prompt_tokens=truncate, truncation_side="left")
         url = self.base_url.removesuffix("/v1") + "/classify"
         start = time.perf_counter()
         resp = await self._call(self.client.post, url, body=body, cast_to=object)

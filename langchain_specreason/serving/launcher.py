@@ -87,6 +87,9 @@ def server_env(spec: ServerSpec, device: str) -> dict[str, str]:
         # finalize_loading") and recompiles at every start; the inductor cache path works:
         # a warm start of the 135M model takes ~2 min instead of ~6.
         env.setdefault("VLLM_USE_AOT_COMPILE", "0")
+        # A model step that recompiles on a busy 2-core machine can exceed vLLM's default
+        # 300 s and kill the engine; a slow step is better than a dead server.
+        env.setdefault("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "1800")
     env.update(dict(spec.env))
     return env
 

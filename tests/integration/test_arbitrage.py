@@ -18,7 +18,6 @@ from langchain_specreason.endpoint import OpenAIEndpoint
 from langchain_specreason.errors import EndpointError
 from langchain_specreason.graph import create_specreason_graph
 from langchain_specreason.metrics import REQUESTS, scrape
-
 from tests.conftest import LOG_DIR, start_serve
 
 pytestmark = pytest.mark.integration
@@ -127,12 +126,14 @@ async def test_graph_routes_through_the_served_router(servers, router_dir, route
     rewritten = sum(s["decision"] == "rewritten" for s in out["steps"])
     answer_call = 0 if out["stop"] == "end" else 1
     assert after["base"] - before["base"] == rewritten + answer_call
-    # vLLM serves the model we trained: same probability as transformers on the same text
+    # vLLM serves the model we trained: same probability as transformers on the same text,
+    # also when the text is longer than the router's window (both cut from the left)
     first = judged[0]
-    text = router_text("What is 12*7? Think step by step.", [], first["draft_text"]
-                       or first["text"])
-    served = (await router.classify([text], truncate=judge.max_tokens)).probs[0][1]
-    assert served == pytest.approx(_local_p(router_dir, text, judge.max_tokens), abs=2e-3)
+    step_text = first["draft_text"] or first["text"]
+    for prefix in ([], [{"author": "draft", "text": "Some earlier step. " * 200}]):
+        text = router_text("What is 12*7? Think step by step.", prefix, step_text)
+        served = (await router.classify([text], truncate=judge.max_tokens)).probs[0][1]
+        assert served == pytest.approx(_local_p(router_dir, text, judge.max_tokens), abs=2e-3)
 
 
 def _local_p(folder, text: str, max_tokens: int) -> float:

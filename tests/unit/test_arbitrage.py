@@ -113,7 +113,7 @@ async def test_router_tau_bounds_and_extremes():
 
 
 def test_router_from_folder_needs_router_json(tmp_path):
-    with pytest.raises(ConfigError, match="router.json"):
+    with pytest.raises(ConfigError, match=r"router\.json"):
         RouterJudge.from_folder(FakeRouter(), tmp_path)
     (tmp_path / "router.json").write_text(json.dumps({"max_tokens": 128, "tag_authors": False}))
     judge = RouterJudge.from_folder(FakeRouter(), tmp_path, tau=0.3)
