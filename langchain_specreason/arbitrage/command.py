@@ -43,6 +43,8 @@ def add_parser(subparsers: Any) -> None:
                        help="the oracle keeps the base step when it scores this much better")
     label.add_argument("--score-method", default="average", choices=["average", "greedy"],
                        help="how the base model's score is read (default: average)")
+    label.add_argument("--concurrency", type=int, default=1,
+                       help="problems labelled at once (the servers batch them; default 1)")
     label.add_argument("--budget", type=int, default=1024, help="reasoning token budget")
     label.add_argument("--step-max-tokens", type=int, default=256, help="cap on one step")
     label.add_argument("--answer-max-tokens", type=int, default=512, help="cap on the answer")
@@ -103,7 +105,7 @@ async def _label(args: argparse.Namespace) -> int:
             OpenAIEndpoint(pair.draft_url, name="draft"),
             OpenAIEndpoint(pair.base_url, name="base"),
             problems, out, config=config, family=family, score_method=args.score_method,
-            tau=args.tau, progress=not args.no_progress)
+            tau=args.tau, concurrency=args.concurrency, progress=not args.no_progress)
     print(summary.format())
     return 0
 

@@ -137,3 +137,27 @@ def test_arbitrage_and_oracle_runs():
     for bad in ("1.5", "x", ""):
         with pytest.raises(ConfigError):
             parse_taus(bad)
+
+
+async def test_label_problems_concurrently_then_resume(tmp_path):
+    from langchain_specreason.arbitrage.label import label_problems
+    from langchain_specreason.bench.datasets import Problem
+
+    problems = [Problem(f"p{i}", f"What is 12*{i}?", str(12 * i), "number") for i in range(3)]
+    draft = ScriptedEndpoint("draft", draft_handler)
+    base = ScriptedEndpoint("base", base_handler)
+    summary = await label_problems(draft, base, problems, tmp_path, config=SpecReasonConfig(),
+                                   concurrency=2, progress=False)
+    assert (summary.problems_done, summary.steps, summary.escalated) == (3, 9, 3)
+    lines = [json.loads(x) for x in (tmp_path / "labels.jsonl").read_text().splitlines()]
+    assert sorted((r["problem_id"], r["step_index"]) for r in lines) == [
+        (f"p{i}", j) for i in range(3) for j in range(3)]
+    assert {r["question"] for r in lines if r["problem_id"] == "p2"} == {"What is 12*2?"}
+    calls = len(base.requests)
+    again = await label_problems(draft, base, problems, tmp_path, config=SpecReasonConfig(),
+                                 progress=False)
+    assert (again.problems_done, again.problems_skipped) == (0, 3)
+    assert len(base.requests) == calls  # nothing redone
+    with pytest.raises(ConfigError):
+        await label_problems(draft, base, problems, tmp_path, config=SpecReasonConfig(),
+                             concurrency=0, progress=False)
