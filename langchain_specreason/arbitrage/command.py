@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from .features import ROUTER_MAX_TOKENS
 
 
 def add_parser(subparsers: Any) -> None:
@@ -68,6 +69,9 @@ def add_parser(subparsers: Any) -> None:
     train.add_argument("--batch-size", type=int, default=8)
     train.add_argument("--held-out", type=float, default=0.2,
                        help="share of problems held out for model selection (default: 0.2)")
+    train.add_argument("--max-tokens", type=int, default=ROUTER_MAX_TOKENS,
+                       help="tokens the router reads, cut from the left (default: "
+                            f"{ROUTER_MAX_TOKENS}); recorded in router.json for serving")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--threads", type=int, default=1,
                        help="torch threads (default 1: faster than 2 on a shared 2-core box)")
@@ -135,6 +139,6 @@ def _train(args: argparse.Namespace) -> int:
         labels, out, base_model=base_model, margin=args.margin, epochs=args.epochs,
         max_steps=args.max_steps, learning_rate=args.learning_rate,
         batch_size=args.batch_size, held_out=args.held_out, seed=args.seed,
-        threads=args.threads, progress=not args.no_progress)
+        max_tokens=args.max_tokens, threads=args.threads, progress=not args.no_progress)
     print(report.format())
     return 0

@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -40,7 +41,7 @@ from .grading import grade
 from .modes import GRAPH_MODES, SPECREASON_MODES, Run
 from .prompts import build_prompt
 from .results import JsonlAppender, ResultKey
-from .servers import ServerPair
+from .servers import ServerPair, served_models
 
 COUNTERS = {"requests": REQUESTS, "prompt_tokens": PROMPT_TOKENS,
             "generation_tokens": GENERATION_TOKENS, "prefix_cache_queries": CACHE_QUERIES,
@@ -104,7 +105,14 @@ def make_judge(run: Run, base: Endpoint, router: OpenAIEndpoint | None,
         if router is None:
             raise ConfigError("mode arbitrage needs a router server: give --router-url, or a "
                               "profile with a [router] section")
-        return RouterJudge(router, tau=run.threshold if run.threshold is not None else 0.5)
+        tau = run.threshold if run.threshold is not None else 0.5
+        # the router's input settings travel in router.json beside the served weights
+        roots = [m.get("root") for m in served_models(router.base_url)]
+        folder = next((Path(r) for r in roots if r and (Path(r) / "router.json").is_file()),
+                      None)
+        if folder is not None:
+            return RouterJudge.from_folder(router, folder, tau=tau)
+        return RouterJudge(router, tau=tau)
     if run.mode == "oracle":
         scorer = BaseModelScorer(base, get_format(settings.family), method="average")
         return OracleJudge(base, scorer, tau=run.threshold or 0.0)
