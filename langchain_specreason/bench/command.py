@@ -63,6 +63,9 @@ def add_parser(subparsers: Any) -> None:
     servers.add_argument("--router-url",
                          help="running Arbitrage router (classifier) server, for mode arbitrage "
                               "(default: the profile's [router] server)")
+    servers.add_argument("--router-model",
+                         help="or run this router folder in-process (no server; for machines "
+                              "without the memory for a third vLLM server)")
     servers.add_argument("--family", help="prompt family (default: the profile's)")
     data = p.add_argument_group("problems")
     data.add_argument("--dataset", default="gsm8k",
@@ -124,7 +127,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
                            parse_score_methods(args.score_method), parse_taus(args.tau),
                            args.oracle_tau)
     source = ServerSource(args.profile, args.draft_url, args.base_url, args.sd_base_url,
-                          args.router_url)
+                          args.router_url, args.router_model)
     groups = group_by_variant(all_runs, args.sd_variant)
     source.check([variant for variant, _ in groups],
                  router=any(run.mode in ROUTER_MODES for run in all_runs))

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 from tqdm import tqdm
 
+from ..arbitrage.local import LocalClassifier
 from ..baselines import SingleModelRun, single_model
 from ..config import SpecReasonConfig
 from ..endpoint import Endpoint, OpenAIEndpoint
@@ -95,7 +96,7 @@ def failed_stats(wall_s: float) -> SpecReasonStats:
     return SpecReasonStats.from_state({}, wall_s=wall_s)
 
 
-def make_judge(run: Run, base: Endpoint, router: OpenAIEndpoint | None,
+def make_judge(run: Run, base: Endpoint, router: OpenAIEndpoint | LocalClassifier | None,
                settings: BenchSettings) -> Judge | None:
     """The judge of a graph run (``None``: the graph's default, SpecReason's base judge)."""
     from ..arbitrage.oracle import OracleJudge
@@ -106,6 +107,8 @@ def make_judge(run: Run, base: Endpoint, router: OpenAIEndpoint | None,
             raise ConfigError("mode arbitrage needs a router server: give --router-url, or a "
                               "profile with a [router] section")
         tau = run.threshold if run.threshold is not None else 0.5
+        if isinstance(router, LocalClassifier):
+            return RouterJudge.from_folder(router, router.folder, tau=tau)
         # the router's input settings travel in router.json beside the served weights
         roots = [m.get("root") for m in served_models(router.base_url)]
         folder = next((Path(r) for r in roots if r and (Path(r) / "router.json").is_file()),
@@ -123,7 +126,7 @@ class Solver:
     """Answers problems in one run over one draft and one base endpoint."""
 
     def __init__(self, run: Run, draft: Endpoint, base: Endpoint, settings: BenchSettings,
-                 router: OpenAIEndpoint | None = None):
+                 router: OpenAIEndpoint | LocalClassifier | None = None):
         self.run = run
         self.config = settings.config(run)
         self.endpoint = draft if run.mode == "draft" else base
@@ -209,7 +212,11 @@ async def run_group(
     """Solve the problems of each run not yet in ``done``; returns how many were solved."""
     draft, base = endpoints or (OpenAIEndpoint(pair.draft_url, name="draft"),
                                 OpenAIEndpoint(pair.base_url, name="base"))
-    router = OpenAIEndpoint(pair.router_url, name="router") if pair.router_url else None
+    router: OpenAIEndpoint | LocalClassifier | None = None
+    if pair.router_url:
+        router = OpenAIEndpoint(pair.router_url, name="router")
+    elif pair.router_model:
+        router = LocalClassifier(pair.router_model)
     solved = 0
     for run in runs:
         todo = [p for p in problems if run.key(p.id) not in done]

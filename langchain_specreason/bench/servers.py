@@ -12,6 +12,7 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -31,6 +32,8 @@ class ServerPair:
     profile: Profile | None = field(default=None, compare=False)
     router_url: str | None = None
     """The Arbitrage router server, when a run needs it."""
+    router_model: str | None = None
+    """Or a router folder run in-process (no server)."""
 
     def describe(self) -> dict[str, Any]:
         """URLs, served models and (when known) the servers' flags, for ``meta.json``."""
@@ -41,6 +44,8 @@ class ServerPair:
                 spec = self.profile.draft if role == "draft" else self.profile.base
                 info.update(model=spec.model, args=list(spec.args), env=dict(spec.env))
             out[role] = info
+        if self.router_model:
+            out["router"] = {"in_process": self.router_model}
         if self.router_url:
             out["router"] = {"url": self.router_url, "models": served_models(self.router_url)}
             if self.profile is not None and self.profile.router is not None:
@@ -60,8 +65,11 @@ class ServerSource:
     base_url: str | None = None
     sd_base_url: str | None = None
     router_url: str | None = None
+    router_model: str | None = None
 
     def __post_init__(self) -> None:
+        if self.router_url and self.router_model:
+            raise ConfigError("give --router-url or --router-model, not both")
         if bool(self.draft_url) != bool(self.base_url):
             raise ConfigError("give both --draft-url and --base-url, or neither "
                               "(then the profile's servers are started)")
@@ -75,7 +83,10 @@ class ServerSource:
 
     def check(self, variants: list[str | None], *, router: bool = False) -> None:
         """Fail before any work when a needed variant (or the router) cannot be served."""
-        if router and not self.router_url:
+        if self.router_model and not (Path(self.router_model) / "router.json").is_file():
+            raise ConfigError(f"--router-model {self.router_model}: no router.json there; "
+                              "make one with `specreason arbitrage train`")
+        if router and not self.router_url and not self.router_model:
             if self.explicit:
                 raise ConfigError("mode arbitrage needs the router: give --router-url (a "
                                   "classifier served with --runner pooling)")
@@ -104,10 +115,11 @@ class ServerSource:
             assert self.draft_url and self.base_url
             base = self.sd_base_url if variant is not None else self.base_url
             assert base is not None
-            yield ServerPair(variant, self.draft_url, base, router_url=self.router_url)
+            yield ServerPair(variant, self.draft_url, base, router_url=self.router_url,
+                             router_model=self.router_model)
             return
         profile = load_profile(self.profile, variant=variant)
-        own_router = router and not self.router_url
+        own_router = router and not self.router_url and not self.router_model
         roles: tuple[Role, ...] = ("draft", "base", "router") if own_router else ("draft", "base")
         launcher = Launcher(profile, roles=roles)
         print(f"bench: starting the {profile.name}{'/' + variant if variant else ''} servers "
@@ -115,7 +127,7 @@ class ServerSource:
         with launcher:
             router_url = launcher.urls.get("router") if own_router else self.router_url
             yield ServerPair(variant, launcher.urls["draft"], launcher.urls["base"], profile,
-                             router_url=router_url)
+                             router_url=router_url, router_model=self.router_model)
 
 
 def served_models(url: str, *, timeout: float = 10.0) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ import pytest
 
 from langchain_specreason import SpecReasonConfig
 from langchain_specreason.arbitrage.features import router_text
+from langchain_specreason.arbitrage.local import LocalClassifier
 from langchain_specreason.arbitrage.router import RouterJudge
 from langchain_specreason.endpoint import OpenAIEndpoint
 from langchain_specreason.errors import EndpointError
@@ -133,19 +134,8 @@ async def test_graph_routes_through_the_served_router(servers, router_dir, route
     for prefix in ([], [{"author": "draft", "text": "Some earlier step. " * 200}]):
         text = router_text("What is 12*7? Think step by step.", prefix, step_text)
         served = (await router.classify([text], truncate=judge.max_tokens)).probs[0][1]
-        assert served == pytest.approx(_local_p(router_dir, text, judge.max_tokens), abs=2e-3)
-
-
-def _local_p(folder, text: str, max_tokens: int) -> float:
-    import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(folder, truncation_side="left")
-    model = AutoModelForSequenceClassification.from_pretrained(folder).eval()
-    with torch.no_grad():
-        logits = model(**tok(text, return_tensors="pt", truncation=True,
-                             max_length=max_tokens)).logits
-    return float(torch.softmax(logits.float(), -1)[0, 1])
+        local = (await LocalClassifier(router_dir).classify([text], truncate=judge.max_tokens))
+        assert served == pytest.approx(local.probs[0][1], abs=2e-3)
 
 
 async def test_router_down_is_a_typed_error():
@@ -176,6 +166,18 @@ def test_bench_arbitrage_and_oracle_modes(servers, router_url, tmp_path):
     assert oracle["server"]["base"]["requests"] >= 3 * oracle["judge_calls"]
     answer_call = 0 if arbitrage["stop"] == "end" else 1
     assert arbitrage["server"]["base"]["requests"] == arbitrage["steps_rewritten"] + answer_call
+
+
+def test_bench_arbitrage_with_an_in_process_router(servers, router_dir, tmp_path):
+    done = cli("bench", "--draft-url", servers.draft_url, "--base-url", servers.base_url,
+               "--router-model", str(router_dir), "--dataset", "gsm8k", "--limit", "1",
+               "--modes", "arbitrage", "--tau", "0,1", "--out", str(tmp_path), *SMALL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    by_tau = {r["threshold"]: r for r in rows}
+    # tau 0 escalates every drafted step, tau 1 none (p < 1 for a softmax)
+    assert by_tau[0.0]["steps_kept"] == 0 and by_tau[0.0]["steps_rewritten"] >= 1
+    assert by_tau[1.0]["steps_rewritten"] == 0 and by_tau[1.0]["steps_kept"] >= 1
 
 
 def test_bench_arbitrage_without_router_is_refused(servers, tmp_path):
