@@ -91,20 +91,28 @@ def parse_modes(text: str) -> list[str]:
     return modes
 
 
-def parse_thresholds(text: str) -> list[float]:
-    """Thresholds of a comma list (each 0-10); ConfigError when one is not a number in range."""
+def _parse_numbers(text: str, *, name: str, high: float, out_of_range: str,
+                   empty: str) -> list[float]:
+    """Numbers of a comma list, each in ``[0, high]``, duplicates removed; ConfigError else."""
     values: list[float] = []
     for part in _items(text):
         try:
             value = float(part)
         except ValueError:
-            raise ConfigError(f"threshold {part!r} is not a number") from None
-        if not 0 <= value <= 10:
-            raise ConfigError(f"threshold must be between 0 and 10, got {part}")
+            raise ConfigError(f"{name} {part!r} is not a number") from None
+        if not 0 <= value <= high:
+            raise ConfigError(f"{out_of_range}, got {part}")
         values.append(value)
     if not values:
-        raise ConfigError("--threshold is empty; give a number 0-10 or a comma list")
+        raise ConfigError(empty)
     return list(dict.fromkeys(values))
+
+
+def parse_thresholds(text: str) -> list[float]:
+    """Thresholds of a comma list (each 0-10); ConfigError when one is not a number in range."""
+    return _parse_numbers(text, name="threshold", high=10,
+                          out_of_range="threshold must be between 0 and 10",
+                          empty="--threshold is empty; give a number 0-10 or a comma list")
 
 
 def parse_score_methods(text: str) -> list[str]:
@@ -121,18 +129,9 @@ def parse_score_methods(text: str) -> list[str]:
 
 def parse_taus(text: str) -> list[float]:
     """Router thresholds of a comma list (probabilities, 0-1)."""
-    values: list[float] = []
-    for part in _items(text):
-        try:
-            value = float(part)
-        except ValueError:
-            raise ConfigError(f"tau {part!r} is not a number") from None
-        if not 0 <= value <= 1:
-            raise ConfigError(f"router tau is a probability between 0 and 1, got {part}")
-        values.append(value)
-    if not values:
-        raise ConfigError("--tau is empty; give a probability or a comma list")
-    return list(dict.fromkeys(values))
+    return _parse_numbers(text, name="tau", high=1,
+                          out_of_range="router tau is a probability between 0 and 1",
+                          empty="--tau is empty; give a probability or a comma list")
 
 
 def expand_runs(modes: Iterable[str], thresholds: Iterable[float],
