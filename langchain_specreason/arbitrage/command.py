@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..bench.command import add_generation_flags
 from ..errors import ConfigError
 from .features import ROUTER_MAX_TOKENS
 
@@ -46,11 +47,7 @@ def add_parser(subparsers: Any) -> None:
                        help="how the base model's score is read (default: average)")
     label.add_argument("--concurrency", type=int, default=1,
                        help="problems labelled at once (the servers batch them; default 1)")
-    label.add_argument("--budget", type=int, default=1024, help="reasoning token budget")
-    label.add_argument("--step-max-tokens", type=int, default=256, help="cap on one step")
-    label.add_argument("--answer-max-tokens", type=int, default=512, help="cap on the answer")
-    label.add_argument("--temperature", type=float, default=0.0)
-    label.add_argument("--seed", type=int, default=0)
+    add_generation_flags(label)
     label.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     train = sub.add_parser("train", help="fine-tune the router on labelled steps")
@@ -86,18 +83,16 @@ async def run(args: argparse.Namespace) -> int:
 
 
 async def _label(args: argparse.Namespace) -> int:
+    from ..bench.command import generation_settings
     from ..bench.datasets import is_file_dataset, load_problems
+    from ..bench.modes import Run
     from ..bench.servers import ServerSource
-    from ..config import SpecReasonConfig
     from ..endpoint import OpenAIEndpoint
-    from ..serving.profiles import load_profile
     from .label import label_problems
 
-    config = SpecReasonConfig(budget=args.budget, step_max_tokens=args.step_max_tokens,
-                              answer_max_tokens=args.answer_max_tokens,
-                              temperature=args.temperature, seed=args.seed)
+    settings = generation_settings(args)
+    config = settings.config(Run("oracle", args.tau, args.score_method))
     source = ServerSource(args.profile, args.draft_url, args.base_url)
-    family = args.family or load_profile(args.profile).family
     problems = load_problems(args.dataset, question_field=args.question_field,
                              answer_field=args.answer_field, id_field=args.id_field,
                              limit=args.limit, seed=args.seed)
@@ -108,7 +103,8 @@ async def _label(args: argparse.Namespace) -> int:
         summary = await label_problems(
             OpenAIEndpoint(pair.draft_url, name="draft"),
             OpenAIEndpoint(pair.base_url, name="base"),
-            problems, out, config=config, family=family, score_method=args.score_method,
+            problems, out, config=config, family=settings.family,
+            score_method=args.score_method,
             tau=args.tau, concurrency=args.concurrency, progress=not args.no_progress)
     print(summary.format())
     return 0

@@ -87,11 +87,7 @@ def add_parser(subparsers: Any) -> None:
                       help="Arbitrage router threshold on p(escalate), 0-1; a comma list sweeps")
     runs.add_argument("--oracle-tau", type=float, default=0.0,
                       help="oracle: escalate when the base step scores this much better")
-    runs.add_argument("--budget", type=int, default=1024, help="reasoning token budget")
-    runs.add_argument("--step-max-tokens", type=int, default=256, help="cap on one step")
-    runs.add_argument("--answer-max-tokens", type=int, default=512, help="cap on the answer")
-    runs.add_argument("--temperature", type=float, default=0.0)
-    runs.add_argument("--seed", type=int, default=0, help="sampling and shuffling seed")
+    add_generation_flags(runs)
     output = p.add_argument_group("output")
     output.add_argument("--out", help="result folder; reuse one to resume "
                                       "(default: runs/bench-<dataset>-<timestamp>)")
@@ -101,6 +97,24 @@ def add_parser(subparsers: Any) -> None:
     sub = p.add_subparsers(dest="bench_command", metavar="{report}")
     report = sub.add_parser("report", help="regenerate summary.md and plots of a result folder")
     report.add_argument("dir", help="the result folder (holding results.jsonl)")
+
+
+def add_generation_flags(group: Any) -> None:
+    """Budget, caps, sampling and seed: shared by ``bench`` and ``arbitrage label``."""
+    group.add_argument("--budget", type=int, default=1024, help="reasoning token budget")
+    group.add_argument("--step-max-tokens", type=int, default=256, help="cap on one step")
+    group.add_argument("--answer-max-tokens", type=int, default=512, help="cap on the answer")
+    group.add_argument("--temperature", type=float, default=0.0)
+    group.add_argument("--seed", type=int, default=0, help="sampling and shuffling seed")
+
+
+def generation_settings(args: argparse.Namespace) -> BenchSettings:
+    """The :class:`BenchSettings` of the flags of :func:`add_generation_flags` (and family)."""
+    return BenchSettings(
+        budget=args.budget, step_max_tokens=args.step_max_tokens,
+        answer_max_tokens=args.answer_max_tokens, temperature=args.temperature, seed=args.seed,
+        family=args.family or load_profile(args.profile).family,
+    )
 
 
 @dataclass(frozen=True)
@@ -131,11 +145,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
     groups = group_by_variant(all_runs, args.sd_variant)
     source.check([variant for variant, _ in groups],
                  router=any(run.mode in ROUTER_MODES for run in all_runs))
-    settings = BenchSettings(
-        budget=args.budget, step_max_tokens=args.step_max_tokens,
-        answer_max_tokens=args.answer_max_tokens, temperature=args.temperature, seed=args.seed,
-        family=args.family or load_profile(args.profile).family,
-    )
+    settings = generation_settings(args)
     for run in all_runs:
         settings.config(run)  # raises ConfigError for a bad budget, temperature...
     problems = load_problems(
