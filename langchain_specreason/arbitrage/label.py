@@ -21,12 +21,11 @@ from ..bench.datasets import Problem
 from ..bench.grading import grade
 from ..bench.prompts import build_prompt
 from ..bench.results import JsonlAppender, read_records
-from ..config import SpecReasonConfig
+from ..config import ScoreMethod, SpecReasonConfig
 from ..endpoint import Endpoint
 from ..errors import ConfigError
 from ..formats import get_format
 from ..graph import create_specreason_graph
-from ..judges import BaseModelScorer
 from ..state import StepRecord
 from .features import LabelledStep, PrefixStep
 from .oracle import OracleJudge
@@ -84,7 +83,7 @@ async def label_problems(
     *,
     config: SpecReasonConfig,
     family: str = "instruct",
-    score_method: str = "average",
+    score_method: ScoreMethod = "average",
     tau: float = 0.0,
     concurrency: int = 1,
     progress: bool = True,
@@ -97,10 +96,10 @@ async def label_problems(
     if concurrency < 1:
         raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
     fmt = get_format(family)
-    scorer = BaseModelScorer(base, fmt, method="average" if score_method == "average"
-                             else "greedy", top_logprobs=config.judge_top_logprobs)
-    graph = create_specreason_graph(draft, base, judge=OracleJudge(base, scorer, tau=tau),
-                                    config=config, family=fmt, name="arbitrage-oracle")
+    judge = OracleJudge.scored_by_base(base, fmt, tau=tau, method=score_method,
+                                       top_logprobs=config.judge_top_logprobs)
+    graph = create_specreason_graph(draft, base, judge=judge, config=config, family=fmt,
+                                    name="arbitrage-oracle")
     done = {str(r["problem_id"]) for r in read_records(out / PROBLEMS)}
     todo = [p for p in problems if p.id not in done]
     steps = escalated = 0

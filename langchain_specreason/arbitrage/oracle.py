@@ -11,8 +11,11 @@ from __future__ import annotations
 import asyncio
 import time
 
+from ..config import ScoreMethod
 from ..endpoint import Endpoint
-from ..judges import Rewrite, StepContext, StepScorer, Verdict
+from ..formats import PromptFormat
+from ..graph import step_finish
+from ..judges import BaseModelScorer, Rewrite, StepContext, StepScorer, Verdict
 
 
 class OracleJudge:
@@ -20,8 +23,8 @@ class OracleJudge:
 
     Example::
 
-        scorer = BaseModelScorer(base, get_format("instruct"), method="average")
-        graph = create_specreason_graph(draft, base, judge=OracleJudge(base, scorer))
+        judge = OracleJudge.scored_by_base(base, get_format("instruct"))
+        graph = create_specreason_graph(draft, base, judge=judge)
     """
 
     def __init__(self, base: Endpoint, scorer: StepScorer, *, tau: float = 0.0) -> None:
@@ -29,14 +32,20 @@ class OracleJudge:
         self.scorer = scorer
         self.tau = tau
 
+    @classmethod
+    def scored_by_base(cls, base: Endpoint, fmt: PromptFormat, *, tau: float = 0.0,
+                       method: ScoreMethod = "average", top_logprobs: int = 10) -> OracleJudge:
+        """The oracle with the base model's own 0-9 score as the step scorer."""
+        return cls(base, BaseModelScorer(base, fmt, method=method, top_logprobs=top_logprobs),
+                   tau=tau)
+
     async def judge(self, ctx: StepContext) -> Verdict:
         """Write the base step, score both, keep the better one."""
         start = time.perf_counter()
         done = await self.base.complete(ctx.request)
-        base_text = done.text
-        delimiter = ctx.request.stop[0] if ctx.request.stop else None
-        if done.finish_reason != "length" and delimiter and done.stop_reason == delimiter:
-            base_text += delimiter  # as the graph keeps it
+        stops = ctx.request.stop or []  # the graph's step stops: [delimiter, thinking end]
+        base_text, _ = step_finish(done, stops[0] if stops else "",
+                                   stops[1] if len(stops) > 1 else None)  # as it would be kept
         draft_score, base_score = await asyncio.gather(
             self.scorer.score(ctx.conversation, ctx.steps, ctx.step),
             self.scorer.score(ctx.conversation, ctx.steps, base_text),

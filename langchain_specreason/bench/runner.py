@@ -26,7 +26,7 @@ from ..endpoint import Endpoint, OpenAIEndpoint
 from ..errors import ConfigError, ContextLengthError
 from ..formats import get_format
 from ..graph import create_specreason_graph
-from ..judges import BaseModelScorer, Judge
+from ..judges import Judge
 from ..metrics import (
     CACHE_HITS,
     CACHE_QUERIES,
@@ -117,8 +117,8 @@ def make_judge(run: Run, base: Endpoint, router: OpenAIEndpoint | LocalClassifie
             return RouterJudge.from_folder(router, folder, tau=tau)
         return RouterJudge(router, tau=tau)
     if run.mode == "oracle":
-        scorer = BaseModelScorer(base, get_format(settings.family), method="average")
-        return OracleJudge(base, scorer, tau=run.threshold or 0.0)
+        return OracleJudge.scored_by_base(base, get_format(settings.family),
+                                          tau=run.threshold or 0.0)
     return None
 
 
