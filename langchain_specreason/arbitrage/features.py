@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, TypedDict
 
+ROUTER_CONFIG = "router.json"
+"""File beside a trained router's weights holding its input settings (``max_tokens``, ...)."""
+
 ROUTER_MAX_TOKENS = 512
 """Tokens the router reads; longer inputs lose their beginning (training and serving alike)."""
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..endpoint import Classifier
 from ..errors import ConfigError
 from ..judges import StepContext, Verdict
-from .features import ROUTER_MAX_TOKENS, PrefixStep, router_text
+from .features import ROUTER_CONFIG, ROUTER_MAX_TOKENS, PrefixStep, router_text
 
 
 class RouterJudge:
@@ -38,7 +38,7 @@ class RouterJudge:
     def from_folder(cls, router: Classifier, folder: str | Path, *, tau: float = 0.5
                     ) -> RouterJudge:
         """A judge reading the input settings the router was trained with (``router.json``)."""
-        path = Path(folder) / "router.json"
+        path = Path(folder) / ROUTER_CONFIG
         if not path.is_file():
             raise ConfigError(f"{path} not found: not a router made by `specreason arbitrage "
                               "train`")

@@ -35,9 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, InputError
-from .features import ROUTER_MAX_TOKENS, LabelledStep, label_of, router_text
+from .features import ROUTER_CONFIG, ROUTER_MAX_TOKENS, LabelledStep, label_of, router_text
 
-ROUTER_CONFIG = "router.json"
 """What :func:`train_router` writes beside the model: how the router reads its input."""
 
 ID2LABEL = {0: "keep", 1: "escalate"}

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 from tqdm import tqdm
 
+from ..arbitrage.features import ROUTER_CONFIG
 from ..arbitrage.local import LocalClassifier
 from ..baselines import SingleModelRun, single_model
 from ..config import SpecReasonConfig
@@ -111,7 +112,7 @@ def make_judge(run: Run, base: Endpoint, router: OpenAIEndpoint | LocalClassifie
             return RouterJudge.from_folder(router, router.folder, tau=tau)
         # the router's input settings travel in router.json beside the served weights
         roots = [m.get("root") for m in served_models(router.base_url)]
-        folder = next((Path(r) for r in roots if r and (Path(r) / "router.json").is_file()),
+        folder = next((Path(r) for r in roots if r and (Path(r) / ROUTER_CONFIG).is_file()),
                       None)
         if folder is not None:
             return RouterJudge.from_folder(router, folder, tau=tau)

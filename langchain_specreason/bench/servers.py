@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from ..arbitrage.features import ROUTER_CONFIG
 from ..errors import ConfigError
 from ..serving.launcher import Launcher
 from ..serving.profiles import Profile, Role, load_profile
@@ -83,7 +84,7 @@ class ServerSource:
 
     def check(self, variants: list[str | None], *, router: bool = False) -> None:
         """Fail before any work when a needed variant (or the router) cannot be served."""
-        if self.router_model and not (Path(self.router_model) / "router.json").is_file():
+        if self.router_model and not (Path(self.router_model) / ROUTER_CONFIG).is_file():
             raise ConfigError(f"--router-model {self.router_model}: no router.json there; "
                               "make one with `specreason arbitrage train`")
         if router and not self.router_url and not self.router_model:

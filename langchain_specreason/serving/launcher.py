@@ -28,6 +28,7 @@ from typing import IO
 
 import httpx
 
+from ..arbitrage.features import ROUTER_CONFIG
 from ..catalog import CATALOG
 from ..errors import PortInUseError, ServeError, ServerDiedError
 from ..fetch import cache_root, fetch, model_dir
@@ -46,7 +47,7 @@ def resolve_model(model: str, *, fetch_missing: bool = True) -> str:
         return str(fetch(model) if fetch_missing else model_dir(model))
     if model.startswith("router:"):
         folder = router_dir(model.removeprefix("router:"))
-        if fetch_missing and not (folder / "router.json").is_file():
+        if fetch_missing and not (folder / ROUTER_CONFIG).is_file():
             raise ServeError(f"no trained router at {folder}; make one with `specreason "
                              f"arbitrage train --out {folder}` (or pass --router-model DIR)")
         return str(folder)
