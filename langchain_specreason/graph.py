@@ -359,19 +359,26 @@ def create_specreason_graph(
     builder.add_node("regenerate", regenerate)
     builder.add_node("answer", answer)
     builder.add_edge(START, "start")
+    # Routers are coroutines: a sync one runs in a thread, and a client leaving the stream
+    # during that hop cancelled the task after its state writes but before its route was
+    # written, so the checkpoint had no next node and a resumed run ended without an answer.
+    async def after_step(state: SpecReasonState) -> str:
+        return next_node(state, cfg)
+
+    async def after_draft(state: SpecReasonState) -> str:
+        return "judge" if (state.get("pending") or {}).get("text", "").strip() else "regenerate"
+
+    async def after_judge(state: SpecReasonState) -> str:
+        return "accept" if (state.get("pending") or {}).get("accept") else "regenerate"
+
     route: dict[Hashable, str] = {"draft": "draft", "regenerate": "regenerate",
                                   "answer": "answer"}
     for node in ("start", "accept", "regenerate"):
-        builder.add_conditional_edges(node, lambda s: next_node(s, cfg), route)
-    builder.add_conditional_edges(
-        "draft",
-        lambda s: "judge" if (s.get("pending") or {}).get("text", "").strip() else "regenerate",
-        {"judge": "judge", "regenerate": "regenerate"},
-    )
-    builder.add_conditional_edges(
-        "judge", lambda s: "accept" if (s.get("pending") or {}).get("accept") else "regenerate",
-        {"accept": "accept", "regenerate": "regenerate"},
-    )
+        builder.add_conditional_edges(node, after_step, route)
+    builder.add_conditional_edges("draft", after_draft,
+                                  {"judge": "judge", "regenerate": "regenerate"})
+    builder.add_conditional_edges("judge", after_judge,
+                                  {"accept": "accept", "regenerate": "regenerate"})
     builder.add_edge("answer", END)
     graph = builder.compile(checkpointer=checkpointer, name=name or "specreason")
     # Every kept step costs at most three node runs and holds at least one token.

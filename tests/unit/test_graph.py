@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 
 import pytest
@@ -264,3 +265,26 @@ def test_node_names_and_mermaid_diagram(snapshot):
     drawable = graph.get_graph()
     assert set(drawable.nodes) == {"__start__", "__end__", *NODES}
     assert drawable.draw_mermaid() == snapshot
+
+
+async def test_client_leaving_the_stream_mid_run_resumes_to_the_answer():
+    """A consumer that stops reading after a kept step cancels the run inside that node's task.
+
+    The checkpoint must still say where to go next: the step's state and its route are
+    written together, so the resumed run goes on drafting instead of ending with no answer.
+    """
+    draft = ScriptedEndpoint("draft", draft_of(["S0.", "S1.", "S2.", "S3."], end_at=3))
+    base = ScriptedEndpoint("base", base_of("9"))
+    graph = create_specreason_graph(draft, base, checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": "leave"}}
+    seen: list[str] = []
+    async for event in graph.astream(QUESTION, thread, stream_mode="custom"):
+        if event["type"] == "step":
+            seen.append(event["text"])
+            if len(seen) == 2:
+                break
+    await asyncio.sleep(0.05)  # the abandoned generator is closed, cancelling its task
+    out = await graph.ainvoke(None, thread)
+    assert [s["text"] for s in out["steps"]] == ["S0.\n\n", "S1.\n\n", "S2.\n\n", "S3."]
+    assert out["stop"] == "end"
+    assert out["answer"] == "S0.\n\nS1.\n\nS2.\n\nS3."
