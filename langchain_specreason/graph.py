@@ -366,10 +366,12 @@ def create_specreason_graph(
         return next_node(state, cfg)
 
     async def after_draft(state: SpecReasonState) -> str:
-        return "judge" if (state.get("pending") or {}).get("text", "").strip() else "regenerate"
+        pending = state.get("pending")
+        return "judge" if pending and pending["text"].strip() else "regenerate"
 
     async def after_judge(state: SpecReasonState) -> str:
-        return "accept" if (state.get("pending") or {}).get("accept") else "regenerate"
+        pending = state.get("pending")
+        return "accept" if pending and pending["accept"] else "regenerate"
 
     route: dict[Hashable, str] = {"draft": "draft", "regenerate": "regenerate",
                                   "answer": "answer"}
