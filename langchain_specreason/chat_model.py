@@ -166,6 +166,8 @@ class ChatSpecReason(BaseChatModel):
     """Cap on one step's tokens."""
     first_n_base_steps: int = 0
     """The base model writes the first n steps itself."""
+    lookahead: bool = True
+    """Draft the next step while the base model judges this one (same reply, less waiting)."""
     delimiter: str = "\n\n"
     """Text that ends a step."""
     repeat_window: int = 8
@@ -207,7 +209,7 @@ class ChatSpecReason(BaseChatModel):
             step_max_tokens=self.step_max_tokens, first_n_base_steps=self.first_n_base_steps,
             delimiter=self.delimiter, temperature=self.temperature, top_p=self.top_p,
             seed=self.seed, repeat_window=self.repeat_window, answer_by=self.answer_by,
-            answer_max_tokens=self.max_tokens or 1024,
+            answer_max_tokens=self.max_tokens or 1024, lookahead=self.lookahead,
         )
 
     def endpoint(self, role: Literal["draft", "base"]) -> Endpoint:

@@ -25,6 +25,9 @@ class SpecReasonConfig:
     """Token budget: the trace stops once the kept steps hold this many tokens."""
     step_max_tokens: int = 512
     """Cap on the tokens of one step."""
+    lookahead: bool = True
+    """Draft the next step while the judge reads this one (see ``lookahead`` in
+    :mod:`~.state`). Same trace; faster when the two models run on separate devices."""
     first_n_base_steps: int = 0
     """The base model writes the first n steps itself, without drafting."""
     delimiter: str = "\n\n"

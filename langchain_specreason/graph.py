@@ -23,9 +23,12 @@ node with ``graph.ainvoke(None, config)``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import json
 import re
+import time
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, TypeVar
 
@@ -179,34 +182,74 @@ def create_specreason_graph(
 
     async def start(state: SpecReasonState) -> dict[str, Any]:
         to_openai_messages(state.get("messages") or [])  # raises InputError when unusable
-        return {"steps": [], "pending": None, "tokens_used": 0, "repeats": 0, "stop": None,
+        return {"steps": [], "pending": None, "lookahead": None, "tokens_used": 0, "repeats": 0,
+                "stop": None,
                 "answer": "", "answer_tokens": 0, "answer_s": 0.0, "answer_prompt_tokens": 0,
                 "answer_finish": "", "input_tokens": 0}
 
-    async def draft_node(state: SpecReasonState, config: RunnableConfig) -> dict[str, Any]:
-        index = len(state.get("steps") or [])
+    async def write_draft(state: SpecReasonState, config: RunnableConfig, index: int,
+                          lookahead: bool = False) -> tuple[PendingStep, Completion]:
         request = step_request(state)
+        metadata: dict[str, Any] = {"specreason_step": index, "specreason_call": "draft"}
+        if lookahead:
+            metadata["specreason_lookahead"] = True
         done = await traced_call(
-            config, "draft_step", {"specreason_step": index, "specreason_call": "draft"},
+            config, "draft_step", metadata,
             {"messages": request.messages}, lambda: draft.complete(request), _completion_out)
         text, finish = step_finish(done, cfg.delimiter, fmt.thinking_end)
-        get_stream_writer()({"type": "drafted", "step": index, "text": text,
-                             "tokens": done.completion_tokens, "seconds": done.seconds})
         pending: PendingStep = {
             "text": text, "finish": finish, "tokens": done.completion_tokens,
             "draft_s": done.seconds, "score": None, "accept": None, "judge_s": 0.0,
-            "judge_prompt_tokens": 0, "judge_cached_tokens": None,
+            "judge_prompt_tokens": 0, "judge_cached_tokens": None, "index": index,
         }
-        update: dict[str, Any] = {"pending": pending}
-        if index == 0:
-            update["input_tokens"] = done.prompt_tokens
+        return pending, done
+
+    async def draft_node(state: SpecReasonState, config: RunnableConfig) -> dict[str, Any]:
+        index = len(state.get("steps") or [])
+        update: dict[str, Any] = {"lookahead": None}
+        ready = state.get("lookahead")
+        if ready is not None and ready.get("index") == index:
+            pending = ready  # drafted while the judge read the previous step
+        else:
+            pending, done = await write_draft(state, config, index)
+            if index == 0:
+                update["input_tokens"] = done.prompt_tokens
+        get_stream_writer()({"type": "drafted", "step": index, "text": pending["text"],
+                             "tokens": pending["tokens"], "seconds": pending["draft_s"]})
+        update["pending"] = pending
         return update
+
+    def kept_record(state: SpecReasonState, pending: PendingStep) -> StepRecord:
+        """The record ``accept`` appends for ``pending``."""
+        record: StepRecord = {
+            "index": len(state.get("steps") or []), "text": pending["text"], "author": "draft",
+            "decision": "kept", "score": pending["score"], "draft_text": None,
+            "tokens": pending["tokens"], "draft_tokens": pending["tokens"], "base_tokens": 0,
+            "draft_s": pending["draft_s"], "judge_s": pending["judge_s"], "regen_s": 0.0,
+            "judge_prompt_tokens": pending["judge_prompt_tokens"],
+            "judge_cached_tokens": pending["judge_cached_tokens"], "finish": pending["finish"],
+            "verdict": pending.get("verdict") or {},
+        }
+        if "draft_hidden_s" in pending:
+            record["draft_hidden_s"] = pending["draft_hidden_s"]
+        return record
+
+    async def draft_ahead(state: SpecReasonState, config: RunnableConfig) -> PendingStep | None:
+        """The next draft step as if ``pending`` is kept (None when the trace would stop)."""
+        pending = state["pending"]
+        assert pending is not None
+        kept = {**state, **apply_step(state, kept_record(state, pending), cfg)}
+        if next_node(kept, cfg) != "draft":  # type: ignore[arg-type]
+            return None
+        index = len(kept.get("steps") or [])
+        step, _ = await write_draft(kept, config, index, lookahead=True)  # type: ignore[arg-type]
+        return step
 
     async def judge_node(state: SpecReasonState, config: RunnableConfig) -> dict[str, Any]:
         pending = state["pending"]
         assert pending is not None
         index = len(state.get("steps") or [])
-        verdict = await traced_call(
+        judging = asyncio.ensure_future(traced_call(
             config, "judge_step",
             {"specreason_step": index, "specreason_call": "judge",
              "specreason_threshold": cfg.threshold},
@@ -217,10 +260,32 @@ def create_specreason_graph(
                 step=pending["text"], request=step_request(state))),
             lambda v: {"score": v.score, "decision": "kept" if v.accept else "rewritten",
                        "prompt_tokens": v.prompt_tokens, "cached_tokens": v.cached_tokens,
-                       **v.detail})
+                       **v.detail}))
+        ahead = asyncio.ensure_future(draft_ahead(state, config)) if cfg.lookahead else None
+        try:
+            verdict = await judging
+        except BaseException:
+            if ahead is not None:
+                ahead.cancel()
+            raise
         get_stream_writer()({"type": "scored", "step": index,
                              "score": verdict.score, "accepted": verdict.accept,
                              "seconds": verdict.seconds})
+        lookahead = None
+        if ahead is not None and verdict.accept:
+            judged = time.perf_counter()
+            try:
+                lookahead = await ahead
+            except Exception:  # the draft node drafts again and reports the error
+                lookahead = None
+            if lookahead is not None:  # only the wait past the judge is on the clock
+                waited = time.perf_counter() - judged
+                lookahead["draft_hidden_s"] = max(0.0, lookahead["draft_s"] - waited)
+                lookahead["draft_s"] = min(waited, lookahead["draft_s"])
+        elif ahead is not None:  # rejected: the base writes this step, the lookahead is moot
+            ahead.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ahead
         rewrite = None
         if verdict.rewrite is not None and not verdict.accept:
             rewrite = dataclasses.asdict(verdict.rewrite)
@@ -228,21 +293,13 @@ def create_specreason_graph(
                             "judge_s": verdict.seconds,
                             "judge_prompt_tokens": verdict.prompt_tokens,
                             "judge_cached_tokens": verdict.cached_tokens,
-                            "verdict": verdict.detail, "rewrite": rewrite}}
+                            "verdict": verdict.detail, "rewrite": rewrite},
+                "lookahead": lookahead}
 
     async def accept(state: SpecReasonState) -> dict[str, Any]:
         pending = state["pending"]
         assert pending is not None
-        record: StepRecord = {
-            "index": len(state.get("steps") or []), "text": pending["text"], "author": "draft",
-            "decision": "kept", "score": pending["score"], "draft_text": None,
-            "tokens": pending["tokens"], "draft_tokens": pending["tokens"], "base_tokens": 0,
-            "draft_s": pending["draft_s"], "judge_s": pending["judge_s"], "regen_s": 0.0,
-            "judge_prompt_tokens": pending["judge_prompt_tokens"],
-            "judge_cached_tokens": pending["judge_cached_tokens"], "finish": pending["finish"],
-            "verdict": pending.get("verdict") or {},
-        }
-        return _keep(state, record)
+        return _keep(state, kept_record(state, pending))
 
     async def regenerate(state: SpecReasonState, config: RunnableConfig) -> dict[str, Any]:
         pending = state.get("pending")
@@ -279,6 +336,7 @@ def create_specreason_graph(
             "verdict": (pending.get("verdict") or {}) if pending else {},
         }
         update = _keep(state, record)
+        update["lookahead"] = None
         if index == 0:
             update["input_tokens"] = done.prompt_tokens
         return update

@@ -21,6 +21,10 @@ rewritten step
 budget
     The number of tokens the kept steps may hold. Once spent, the reasoning stops and the
     answer is written.
+lookahead
+    The next draft step, written by the draft model while the judge reads the current one,
+    as if the current one will be kept. Used when it is; cancelled when it is not. The trace
+    is the same as without it; the judge's time hides behind the draft's.
 
 The state is a ``TypedDict`` of plain values (and LangChain messages), so any LangGraph
 checkpointer can store it and a run can resume from its last completed step.
@@ -58,6 +62,7 @@ class StepRecord(TypedDict):
     base_tokens: int
     """Tokens the base model generated for this step (0 for an accepted draft)."""
     draft_s: float
+    """Seconds the run waited for the draft model (a lookahead's hidden part not counted)."""
     judge_s: float
     regen_s: float
     judge_prompt_tokens: int
@@ -66,6 +71,8 @@ class StepRecord(TypedDict):
     """How the step ended: ``delimiter``, ``end`` (end of message), ``thinking_end``, ``length``."""
     verdict: NotRequired[dict[str, Any]]
     """The judge's detail (top logprobs, router probability, oracle scores, ...)."""
+    draft_hidden_s: NotRequired[float]
+    """Seconds of a lookahead draft that ran while the judge read the previous step."""
 
 
 class PendingStep(TypedDict):
@@ -83,6 +90,10 @@ class PendingStep(TypedDict):
     verdict: NotRequired[dict[str, Any]]
     rewrite: NotRequired[dict[str, Any] | None]
     """A replacement step the judge already wrote (see :class:`~.judges.Rewrite`)."""
+    index: NotRequired[int]
+    """Position of a lookahead draft in the trace."""
+    draft_hidden_s: NotRequired[float]
+    """Seconds of a lookahead draft that ran while the judge read the previous step."""
 
 
 class SpecReasonState(TypedDict, total=False):
@@ -93,6 +104,8 @@ class SpecReasonState(TypedDict, total=False):
     steps: list[StepRecord]
     """The kept steps, in order."""
     pending: PendingStep | None
+    lookahead: PendingStep | None
+    """The next draft step, written while ``pending`` was judged and used if it is kept."""
     tokens_used: int
     """Budget spent: tokens of the kept steps."""
     repeats: int

@@ -32,12 +32,15 @@ class SpecReasonStats:
     """Tokens of the kept steps (the budget spent)."""
     answer_tokens: int
     draft_s: float
+    """Seconds the run waited for the draft model."""
     judge_s: float
     regenerate_s: float
     answer_s: float
     wall_s: float | None
     """Wall time of the run, when measured by the caller."""
     stop: str | None
+    draft_hidden_s: float = 0.0
+    """Draft seconds that ran behind the judge (``lookahead``), not part of the wall time."""
 
     @property
     def acceptance_rate(self) -> float:
@@ -93,4 +96,5 @@ class SpecReasonStats:
             answer_s=float(state.get("answer_s") or 0.0),
             wall_s=wall_s,
             stop=state.get("stop"),
+            draft_hidden_s=sum(s.get("draft_hidden_s", 0.0) for s in steps),
         )

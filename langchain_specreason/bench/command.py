@@ -106,6 +106,8 @@ def add_generation_flags(group: Any) -> None:
     group.add_argument("--answer-max-tokens", type=int, default=512, help="cap on the answer")
     group.add_argument("--temperature", type=float, default=0.0)
     group.add_argument("--seed", type=int, default=0, help="sampling and shuffling seed")
+    group.add_argument("--no-lookahead", dest="lookahead", action="store_false",
+                       help="do not draft the next step while the judge reads this one")
 
 
 def generation_settings(args: argparse.Namespace) -> BenchSettings:
@@ -113,7 +115,7 @@ def generation_settings(args: argparse.Namespace) -> BenchSettings:
     return BenchSettings(
         budget=args.budget, step_max_tokens=args.step_max_tokens,
         answer_max_tokens=args.answer_max_tokens, temperature=args.temperature, seed=args.seed,
-        family=args.family or load_profile(args.profile).family,
+        family=args.family or load_profile(args.profile).family, lookahead=args.lookahead,
     )
 
 

@@ -51,6 +51,8 @@ class Row:
     base_prefilled: float | None = None
     """Mean prompt tokens the base server computed per problem (prompt minus cache hits)."""
     time_split: dict[str, float] = field(default_factory=dict)
+    draft_hidden_s: float | None = None
+    """Mean draft seconds per problem that ran behind the judge (lookahead; not on the clock)."""
 
     @property
     def accuracy(self) -> float:
@@ -124,6 +126,7 @@ def summarize_run(run: Run, records: Sequence[dict[str, Any]],
         base_generated=generated, base_prefilled=prefilled,
         time_split={part: _mean(float(r.get(part) or 0.0) for r in records)
                     for part in TIME_PARTS},
+        draft_hidden_s=_mean(float(r.get("draft_hidden_s") or 0.0) for r in records),
     )
 
 
@@ -185,15 +188,17 @@ def render_markdown(rows: Sequence[Row], meta: dict[str, Any]) -> str:
             f"{_fmt(r.base_prefilled, '.0f')} |"
         )
     out += ["", "Mean seconds per problem by where they went:", "",
-            "| run | draft | judge | regenerate | answer | overhead |",
-            "|---|--:|--:|--:|--:|--:|"]
+            "| run | draft | judge | regenerate | answer | overhead | draft behind judge |",
+            "|---|--:|--:|--:|--:|--:|--:|"]
     for r in rows:
         parts = " | ".join(_fmt(r.time_split.get(p), ".2f") for p in TIME_PARTS)
-        out.append(f"| {r.run.label} | {parts} |")
+        out.append(f"| {r.run.label} | {parts} | {_fmt(r.draft_hidden_s, '.2f')} |")
     errors = sum(r.errors for r in rows)
     out += ["", "Speed-up: mean latency of `base` over the mean latency of the run, on the "
             "problems both answered. Steps by draft: kept draft steps over all kept steps. "
-            "Overhead: time outside server calls. Base tokens generated / prefilled: per "
+            "Overhead: time outside server calls. Draft behind judge: draft seconds that ran "
+            "while the base model judged the previous step (lookahead), not counted in the "
+            "draft column. Base tokens generated / prefilled: per "
             "problem, from the base server's own counters (its compute). Single-model runs "
             "count their whole reply as draft (`draft`) or answer (`base`, `sd`) time."]
     if errors:

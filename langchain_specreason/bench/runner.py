@@ -61,6 +61,8 @@ class BenchSettings:
     temperature: float = 0.0
     seed: int = 0
     family: str = "instruct"
+    lookahead: bool = True
+    """SpecReason modes draft the next step while the judge reads (``--no-lookahead``: not)."""
 
     def config(self, run: Run) -> SpecReasonConfig:
         """The SpecReason config of ``run`` (baselines use its budget and sampling)."""
@@ -72,7 +74,7 @@ class BenchSettings:
         return SpecReasonConfig(
             budget=self.budget, step_max_tokens=self.step_max_tokens,
             answer_max_tokens=self.answer_max_tokens, temperature=self.temperature,
-            seed=self.seed, **extra,
+            seed=self.seed, lookahead=self.lookahead, **extra,
         )
 
     def as_dict(self) -> dict[str, Any]:
