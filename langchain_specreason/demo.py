@@ -65,7 +65,8 @@ async def run_demo(args: argparse.Namespace) -> int:
               f"({stats.judge_cached_tokens} from cache)")
         print(f"time: SpecReason {wall:.1f} s (draft {stats.draft_s:.1f}, judge "
               f"{stats.judge_s:.1f}, rewrite {stats.regenerate_s:.1f}, answer "
-              f"{stats.answer_s:.1f}, overhead {stats.overhead_s or 0:.2f}) vs base alone "
+              f"{stats.answer_s:.1f}, overhead {stats.overhead_s or 0:.2f}; drafting behind the "
+              f"judge {stats.draft_hidden_s:.1f}) vs base alone "
               f"{alone.seconds:.1f} s: {alone.seconds / wall:.2f}x", flush=True)
     return 0 if state.get("answer", "").strip() else 1
 
