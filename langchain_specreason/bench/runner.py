@@ -9,6 +9,7 @@ so each result carries what the servers saw (requests, prefix-cache queries and 
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -43,7 +44,7 @@ from .grading import grade
 from .modes import GRAPH_MODES, SPECREASON_MODES, Run
 from .prompts import build_prompt
 from .results import JsonlAppender, ResultKey
-from .servers import ServerPair, served_models
+from .servers import ServerPair, reset_prefix_cache, served_models
 
 COUNTERS = {"requests": REQUESTS, "prompt_tokens": PROMPT_TOKENS,
             "generation_tokens": GENERATION_TOKENS, "prefix_cache_queries": CACHE_QUERIES,
@@ -230,8 +231,10 @@ async def run_group(
         started, clock = datetime.now(UTC).isoformat(), time.perf_counter()
         first = now = await _snapshots(pair, metrics)
         for problem in todo:
+            cold = await _reset_caches(pair) if metrics else None
             record = await solver.solve(problem)
             after = await _snapshots(pair, metrics)
+            record["prefix_cache_reset"] = cold
             record["variant"] = pair.variant
             record["server"] = {role: counter_delta(after[role], now[role]) for role in after}
             record["base_prefix_cache_hit_rate"] = hit_rate(record["server"]["base"])
@@ -242,6 +245,20 @@ async def run_group(
             now = after
         sinks.runs.write(_run_record(run, pair, len(todo), started, clock, first, now))
     return solved
+
+
+_warned_warm: set[str] = set()
+
+
+async def _reset_caches(pair: ServerPair) -> bool:
+    """Empty both servers' prefix caches before a problem (``False``: a server refused)."""
+    results = [await reset_prefix_cache(url) for url in (pair.draft_url, pair.base_url)]
+    if not all(results) and pair.base_url not in _warned_warm:
+        _warned_warm.add(pair.base_url)
+        tqdm.write("bench: a server does not offer /reset_prefix_cache (start it with "
+                   "VLLM_SERVER_DEV_MODE=1); problems run with whatever earlier runs left in "
+                   "the prefix caches (recorded as prefix_cache_reset=false)", file=sys.stderr)
+    return all(results)
 
 
 async def _snapshots(pair: ServerPair, metrics: bool) -> dict[str, ServerCounters | None]:

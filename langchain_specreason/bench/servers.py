@@ -131,6 +131,22 @@ class ServerSource:
                              router_url=router_url, router_model=self.router_model)
 
 
+async def reset_prefix_cache(url: str, *, timeout: float = 60.0) -> bool:
+    """Empty a vLLM server's prefix cache; ``False`` when the server does not offer it.
+
+    vLLM serves ``POST /reset_prefix_cache`` only with ``VLLM_SERVER_DEV_MODE=1`` (the CPU
+    profiles set it). The benchmark empties both caches before each problem, so no run
+    profits from prefixes an earlier run of the same problem left behind.
+    """
+    root = url.rstrip("/").removesuffix("/v1")
+    try:
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            resp = await client.post(f"{root}/reset_prefix_cache")
+    except httpx.HTTPError:
+        return False
+    return resp.status_code == 200
+
+
 def served_models(url: str, *, timeout: float = 10.0) -> list[dict[str, Any]]:
     """What ``GET /v1/models`` lists (id, root, max_model_len); ``[{"error": ...}]`` if down."""
     try:

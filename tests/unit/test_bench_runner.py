@@ -135,3 +135,36 @@ def test_meta_refuses_to_resume_with_other_settings(tmp_path):
     assert session["machine"]["cpu_count"] >= 1
     with pytest.raises(ConfigError, match="budget=64"):
         MetaFile(tmp_path, {**settings, "budget": 128})
+
+
+async def test_reset_prefix_cache_posts_to_the_server_root_and_reports_refusals():
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    import pytest_socket
+
+    from langchain_specreason.bench.servers import reset_prefix_cache
+
+    pytest_socket.enable_socket()  # loopback only: a local stand-in for the vLLM route
+    pytest_socket.socket_allow_hosts(["127.0.0.1"])
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            seen.append(self.path)
+            self.send_response(200 if self.path == "/reset_prefix_cache" else 404)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}"
+        assert await reset_prefix_cache(f"{url}/v1") is True
+        assert seen == ["/reset_prefix_cache"]
+        assert await reset_prefix_cache(f"{url}/other/v1") is False  # 404: not offered
+    finally:
+        server.shutdown()
+    assert await reset_prefix_cache("http://127.0.0.1:9/v1", timeout=2) is False  # nobody there
