@@ -251,14 +251,19 @@ _warned_warm: set[str] = set()
 
 
 async def _reset_caches(pair: ServerPair) -> bool:
-    """Empty both servers' prefix caches before a problem (``False``: a server refused)."""
+    """Empty both servers' prefix caches before a problem.
+
+    ``False`` when a running server refused; a server that is not there (the draft of an
+    ``sd`` run may be stopped) holds no cache and does not count.
+    """
     results = [await reset_prefix_cache(url) for url in (pair.draft_url, pair.base_url)]
-    if not all(results) and pair.base_url not in _warned_warm:
+    cold = False not in results and True in results
+    if not cold and pair.base_url not in _warned_warm:
         _warned_warm.add(pair.base_url)
         tqdm.write("bench: a server does not offer /reset_prefix_cache (start it with "
                    "VLLM_SERVER_DEV_MODE=1); problems run with whatever earlier runs left in "
                    "the prefix caches (recorded as prefix_cache_reset=false)", file=sys.stderr)
-    return all(results)
+    return cold
 
 
 async def _snapshots(pair: ServerPair, metrics: bool) -> dict[str, ServerCounters | None]:

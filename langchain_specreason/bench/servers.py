@@ -131,8 +131,8 @@ class ServerSource:
                              router_url=router_url, router_model=self.router_model)
 
 
-async def reset_prefix_cache(url: str, *, timeout: float = 60.0) -> bool:
-    """Empty a vLLM server's prefix cache; ``False`` when the server does not offer it.
+async def reset_prefix_cache(url: str, *, timeout: float = 60.0) -> bool | None:
+    """Empty a vLLM server's prefix cache: ``True`` done, ``False`` refused, ``None`` no server.
 
     vLLM serves ``POST /reset_prefix_cache`` only with ``VLLM_SERVER_DEV_MODE=1`` (the CPU
     profiles set it). The benchmark empties both caches before each problem, so no run
@@ -143,7 +143,7 @@ async def reset_prefix_cache(url: str, *, timeout: float = 60.0) -> bool:
         async with httpx.AsyncClient(timeout=timeout) as client:
             resp = await client.post(f"{root}/reset_prefix_cache")
     except httpx.HTTPError:
-        return False
+        return None
     return resp.status_code == 200
 
 

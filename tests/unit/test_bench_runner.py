@@ -167,4 +167,4 @@ async def test_reset_prefix_cache_posts_to_the_server_root_and_reports_refusals(
         assert await reset_prefix_cache(f"{url}/other/v1") is False  # 404: not offered
     finally:
         server.shutdown()
-    assert await reset_prefix_cache("http://127.0.0.1:9/v1", timeout=2) is False  # nobody there
+    assert await reset_prefix_cache("http://127.0.0.1:9/v1", timeout=2) is None  # nobody there
