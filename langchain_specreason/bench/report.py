@@ -219,10 +219,16 @@ def plot_accuracy_latency(rows: Sequence[Row], path: Path, title: str) -> None:
 
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
     ax.scatter([r.mean_s for r in rows], [100 * r.accuracy for r in rows], c=_colors(rows))
-    for r in rows:
-        ax.annotate(r.run.label, (r.mean_s, 100 * r.accuracy), textcoords="offset points",
-                    xytext=(5, 4), fontsize=8)
     finite = [r.mean_s for r in rows if not math.isnan(r.mean_s)]
+    span = max(finite, default=1.0) or 1.0
+    placed: list[tuple[float, float]] = []
+    for r in sorted(rows, key=lambda r: (r.accuracy, r.mean_s)):
+        x, y = r.mean_s, 100 * r.accuracy
+        # runs at the same accuracy and close latency: stack their labels instead of overlaying
+        near = sum(abs(x - px) < 0.15 * span and abs(y - py) < 4 for px, py in placed)
+        placed.append((x, y))
+        ax.annotate(r.run.label, (x, y), textcoords="offset points",
+                    xytext=(5, 4 + 10 * near), fontsize=8)
     ax.set_xlim(0, 1.3 * max(finite, default=1.0) or 1.0)  # room for the labels
     ax.set_ylim(-5, 105)
     ax.set_xlabel("mean latency per problem (s)")
