@@ -8,7 +8,8 @@
 
 * ``start`` checks the conversation and resets the per-run fields;
 * ``draft``: the draft model writes the next step (stops at the delimiter);
-* ``judge``: the judge scores it (:mod:`~.judges`);
+* ``judge``: the judge scores it (:mod:`~.judges`); meanwhile, with ``lookahead``, the draft
+  model writes the next step as if this one is kept (used by ``draft`` if it is);
 * ``accept`` keeps the draft step; ``regenerate``: the base model writes the step itself
   (also for the first ``first_n_base_steps`` steps, which are never drafted);
 * after a kept step the stop rules run (:func:`apply_step`): end of message, end of thinking,
