@@ -26,7 +26,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 
 from .config import ScoreMethod, SpecReasonConfig
-from .endpoint import Endpoint, OpenAIEndpoint
+from .endpoint import Endpoint, OpenAIEndpoint, server_root
 from .errors import ConfigError, ContextLengthError
 from .formats import get_format, to_openai_messages
 from .graph import create_specreason_graph
@@ -278,7 +278,7 @@ class ChatSpecReason(BaseChatModel):
         """Token count from the base server's ``/tokenize`` (``None`` when unreachable)."""
         if not self.base_url:
             return None
-        root = self.base_url.rstrip("/").removesuffix("/v1")
+        root = server_root(self.base_url)
         body = {**payload, "model": self.base_model} if self.base_model else payload
         try:
             resp = httpx.post(f"{root}/tokenize", json=body, timeout=10.0)

@@ -104,6 +104,11 @@ class Endpoint(Protocol):
 _RETRY_STATUS = {408, 429}
 
 
+def server_root(base_url: str) -> str:
+    """The server's root URL from its OpenAI base URL (vLLM's own routes live there)."""
+    return base_url.rstrip("/").removesuffix("/v1")
+
+
 def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIConnectionError | openai.APITimeoutError):
         return True
@@ -272,7 +277,7 @@ class OpenAIEndpoint:
         if truncate:
             # vLLM's pooling endpoints cut from the right unless told otherwise
             body.update(truncate_prompt_tokens=truncate, truncation_side="left")
-        url = self.base_url.removesuffix("/v1") + "/classify"
+        url = server_root(self.base_url) + "/classify"
         start = time.perf_counter()
         resp = await self._call(self.client.post, url, body=body, cast_to=object)
         seconds = time.perf_counter() - start

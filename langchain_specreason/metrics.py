@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from .endpoint import server_root
+
 REQUESTS = "vllm:request_success"
 GENERATION_TOKENS = "vllm:generation_tokens"
 PROMPT_TOKENS = "vllm:prompt_tokens"
@@ -52,7 +54,7 @@ def parse_counters(text: str) -> ServerCounters:
 
 async def scrape(base_url: str, *, timeout: float = 10.0) -> ServerCounters:
     """Fetch and parse ``/metrics`` of the server whose OpenAI base URL is ``base_url``."""
-    root = base_url.rstrip("/").removesuffix("/v1")
+    root = server_root(base_url)
     async with httpx.AsyncClient(timeout=timeout) as client:
         resp = await client.get(f"{root}/metrics")
         resp.raise_for_status()

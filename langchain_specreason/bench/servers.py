@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from ..arbitrage.features import ROUTER_CONFIG
+from ..endpoint import server_root
 from ..errors import ConfigError
 from ..serving.launcher import Launcher
 from ..serving.profiles import Profile, Role, load_profile
@@ -138,7 +139,7 @@ async def reset_prefix_cache(url: str, *, timeout: float = 60.0) -> bool | None:
     profiles set it). The benchmark empties both caches before each problem, so no run
     profits from prefixes an earlier run of the same problem left behind.
     """
-    root = url.rstrip("/").removesuffix("/v1")
+    root = server_root(url)
     try:
         async with httpx.AsyncClient(timeout=timeout) as client:
             resp = await client.post(f"{root}/reset_prefix_cache")

@@ -30,6 +30,7 @@ import httpx
 
 from ..arbitrage.features import ROUTER_CONFIG
 from ..catalog import CATALOG
+from ..endpoint import server_root
 from ..errors import PortInUseError, ServeError, ServerDiedError
 from ..fetch import cache_root, fetch, model_dir
 from .profiles import Profile, Role, ServerSpec
@@ -195,7 +196,7 @@ class Launcher:
                             f"{code} during start-up: {_last_error(run.log_path)} "
                             f"(full log: {run.log_path})"
                         )
-                    health = run.spec.url.removesuffix("/v1") + "/health"
+                    health = server_root(run.spec.url) + "/health"
                     with contextlib.suppress(httpx.HTTPError):
                         if client.get(health).status_code == 200:
                             pending.remove(run)
