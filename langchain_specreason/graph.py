@@ -31,7 +31,7 @@ import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from langchain_core.callbacks import AsyncCallbackManager
 from langchain_core.messages import AIMessage
@@ -239,11 +239,11 @@ def create_specreason_graph(
         """The next draft step as if ``pending`` is kept (None when the trace would stop)."""
         pending = state["pending"]
         assert pending is not None
-        kept = {**state, **apply_step(state, kept_record(state, pending), cfg)}
-        if next_node(kept, cfg) != "draft":  # type: ignore[arg-type]
+        kept = cast(SpecReasonState,
+                    {**state, **apply_step(state, kept_record(state, pending), cfg)})
+        if next_node(kept, cfg) != "draft":
             return None
-        index = len(kept.get("steps") or [])
-        step, _ = await write_draft(kept, config, index, lookahead=True)  # type: ignore[arg-type]
+        step, _ = await write_draft(kept, config, len(kept.get("steps") or []), lookahead=True)
         return step
 
     async def judge_node(state: SpecReasonState, config: RunnableConfig) -> dict[str, Any]:
@@ -337,7 +337,6 @@ def create_specreason_graph(
             "verdict": (pending.get("verdict") or {}) if pending else {},
         }
         update = _keep(state, record)
-        update["lookahead"] = None
         if index == 0:
             update["input_tokens"] = done.prompt_tokens
         return update

@@ -222,6 +222,7 @@ async def run_group(
     elif pair.router_model:
         router = LocalClassifier(pair.router_model)
     solved = 0
+    warned = False
     for run in runs:
         todo = [p for p in problems if run.key(p.id) not in done]
         if not todo:
@@ -232,6 +233,12 @@ async def run_group(
         first = now = await _snapshots(pair, metrics)
         for problem in todo:
             cold = await _reset_caches(pair) if metrics else None
+            if cold is False and not warned:
+                warned = True
+                tqdm.write("bench: a server does not offer /reset_prefix_cache (start it with "
+                           "VLLM_SERVER_DEV_MODE=1); problems run with whatever earlier runs "
+                           "left in the prefix caches (recorded as prefix_cache_reset=false)",
+                           file=sys.stderr)
             record = await solver.solve(problem)
             after = await _snapshots(pair, metrics)
             record["prefix_cache_reset"] = cold
@@ -247,9 +254,6 @@ async def run_group(
     return solved
 
 
-_warned_warm: set[str] = set()
-
-
 async def _reset_caches(pair: ServerPair) -> bool:
     """Empty both servers' prefix caches before a problem.
 
@@ -257,13 +261,7 @@ async def _reset_caches(pair: ServerPair) -> bool:
     ``sd`` run may be stopped) holds no cache and does not count.
     """
     results = [await reset_prefix_cache(url) for url in (pair.draft_url, pair.base_url)]
-    cold = False not in results and True in results
-    if not cold and pair.base_url not in _warned_warm:
-        _warned_warm.add(pair.base_url)
-        tqdm.write("bench: a server does not offer /reset_prefix_cache (start it with "
-                   "VLLM_SERVER_DEV_MODE=1); problems run with whatever earlier runs left in "
-                   "the prefix caches (recorded as prefix_cache_reset=false)", file=sys.stderr)
-    return cold
+    return False not in results and True in results
 
 
 async def _snapshots(pair: ServerPair, metrics: bool) -> dict[str, ServerCounters | None]:
