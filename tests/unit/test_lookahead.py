@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 from langchain_specreason import SpecReasonConfig, SpecReasonStats
 from langchain_specreason.endpoint import ChatRequest, Completion
@@ -37,10 +37,6 @@ class TimedEndpoint(ScriptedEndpoint):
             raise
         self.log.append((kind, index, start, time.perf_counter()))
         return await super().complete(request)
-
-    async def stream(self, request: ChatRequest) -> AsyncIterator[Completion]:
-        async for item in super().stream(request):
-            yield item
 
 
 def drafts(end_at: int) -> Callable[[ChatRequest], Completion]:
