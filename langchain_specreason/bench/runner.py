@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import httpx
 from tqdm import tqdm
@@ -38,6 +38,7 @@ from ..metrics import (
     ServerCounters,
     scrape,
 )
+from ..state import Decision
 from ..stats import SpecReasonStats
 from .datasets import Problem
 from .grading import grade
@@ -50,6 +51,14 @@ COUNTERS = {"requests": REQUESTS, "prompt_tokens": PROMPT_TOKENS,
             "generation_tokens": GENERATION_TOKENS, "prefix_cache_queries": CACHE_QUERIES,
             "prefix_cache_hits": CACHE_HITS}
 """The server counters recorded per problem and per run (our names: vLLM's names)."""
+
+
+class StepTrace(TypedDict):
+    """One step of a graph run, as a result line's ``steps`` list records it."""
+
+    decision: Decision
+    score: float | None
+    """The judge's score (``None``: not judged, e.g. a base step)."""
 
 
 @dataclass(frozen=True)
@@ -139,24 +148,26 @@ class Solver:
             judge=make_judge(run, base, router, settings))
             if run.mode in GRAPH_MODES else None)
 
-    async def answer(self, prompt: str) -> tuple[str, SpecReasonStats]:
-        """The reply to ``prompt`` and what producing it cost (wall time included)."""
+    async def answer(self, prompt: str) -> tuple[str, SpecReasonStats, list[StepTrace]]:
+        """The reply to ``prompt``, its cost (wall time included), and each step's verdict."""
         messages = [{"role": "user", "content": prompt}]
         start = time.perf_counter()
         if self.graph is not None:
             state = await self.graph.ainvoke({"messages": messages})
             wall = time.perf_counter() - start
-            return state["answer"], SpecReasonStats.from_state(state, wall_s=wall)
+            steps = [StepTrace(decision=s["decision"], score=s["score"]) for s in state["steps"]]
+            return state["answer"], SpecReasonStats.from_state(state, wall_s=wall), steps
         alone = await single_model(self.endpoint, messages, self.config)
         wall = time.perf_counter() - start
-        return alone.text, baseline_stats(alone, wall, by_draft=self.run.mode == "draft")
+        return alone.text, baseline_stats(alone, wall, by_draft=self.run.mode == "draft"), []
 
     async def solve(self, problem: Problem) -> dict[str, Any]:
         """One result line: the run, the problem, the grade, the stats and the reply."""
         error = None
+        steps: list[StepTrace] = []
         start = time.perf_counter()
         try:
-            reply, stats = await self.answer(build_prompt(problem))
+            reply, stats, steps = await self.answer(build_prompt(problem))
         except ContextLengthError as exc:  # this problem cannot run here; the others can
             reply, stats, error = "", failed_stats(time.perf_counter() - start), str(exc)
         graded = grade(problem.grader, reply, problem.gold)
@@ -165,7 +176,8 @@ class Solver:
             "score_method": self.run.score_method, "problem_id": problem.id,
             "correct": graded.correct, "prediction": graded.prediction, "gold": problem.gold,
             "grader": problem.grader, "latency_s": stats.wall_s, **stats.as_dict(),
-            "error": error, "reply": reply, "finished_at": datetime.now(UTC).isoformat(),
+            "steps": steps, "error": error, "reply": reply,
+            "finished_at": datetime.now(UTC).isoformat(),
         }
 
 

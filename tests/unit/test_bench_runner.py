@@ -78,6 +78,8 @@ async def test_one_line_per_run_and_problem(tmp_path):
     assert (spec["threshold"], spec["score_method"]) == (7.0, "greedy")
     assert (spec["steps_drafted"], spec["steps_kept"], spec["judge_calls"]) == (1, 1, 1)
     assert spec["judge_prompt_tokens"] == 100 and spec["judge_cached_tokens"] == 64
+    assert spec["steps"] == [{"decision": "kept", "score": 9.0}]  # each step's verdict
+    assert records[0]["steps"] == []  # base alone: no steps
     assert records[0]["base_tokens"] == 9 and records[0]["answer_s"] == pytest.approx(0.01)
     # the same prompt and budget for both: base alone got budget + answer cap tokens
     assert base.generation_calls()[0].max_tokens == 64 + 16
