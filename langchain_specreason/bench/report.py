@@ -213,6 +213,30 @@ def _colors(rows: Sequence[Row]) -> list[str]:
     return [palette.get(r.run.mode, "tab:red") for r in rows]
 
 
+def label_levels(points: Sequence[tuple[float, float, float]], band: float = 4.0) -> list[int]:
+    """A text line for each label, so that no two labels overlap (pure; for the scatter plot).
+
+    ``points`` are ``(x, y, width)``: a label starts at ``x``, spans ``width`` (x units) and
+    belongs to the band of points within ``band`` y units of ``y``. Each label takes the lowest
+    line that no earlier label of its band occupies at an overlapping ``[x, x + width]``.
+    """
+    taken: list[tuple[float, float, float, int]] = []
+    levels = []
+    for x, y, width in points:
+        level = 0
+        while any(abs(y - ty) < band and lvl == level and x < tx + tw and tx < x + width
+                  for tx, ty, tw, lvl in taken):
+            level += 1
+        taken.append((x, y, width, level))
+        levels.append(level)
+    return levels
+
+
+def plot_label(row: Row, most: int) -> str:
+    """A run's label on the plots: its problem count too when it ran on fewer than the others."""
+    return row.run.label if row.problems == most else f"{row.run.label} (n={row.problems})"
+
+
 def plot_accuracy_latency(rows: Sequence[Row], path: Path, title: str) -> None:
     """Scatter of accuracy against mean latency, one labelled point per run."""
     import matplotlib.pyplot as plt
@@ -220,17 +244,19 @@ def plot_accuracy_latency(rows: Sequence[Row], path: Path, title: str) -> None:
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
     ax.scatter([r.mean_s for r in rows], [100 * r.accuracy for r in rows], c=_colors(rows))
     finite = [r.mean_s for r in rows if not math.isnan(r.mean_s)]
-    span = max(finite, default=1.0) or 1.0
-    placed: list[tuple[float, float]] = []
-    for r in sorted(rows, key=lambda r: (r.accuracy, r.mean_s)):
-        x, y = r.mean_s, 100 * r.accuracy
-        # runs at the same accuracy and close latency: stack their labels instead of overlaying
-        near = sum(abs(x - px) < 0.15 * span and abs(y - py) < 4 for px, py in placed)
-        placed.append((x, y))
-        ax.annotate(r.run.label, (x, y), textcoords="offset points",
-                    xytext=(5, 4 + 10 * near), fontsize=8)
-    ax.set_xlim(0, 1.3 * max(finite, default=1.0) or 1.0)  # room for the labels
+    xmax = 1.3 * max(finite, default=1.0) or 1.0  # room for the labels
+    ax.set_xlim(0, xmax)
     ax.set_ylim(-5, 105)
+    most = max((r.problems for r in rows), default=0)
+    ordered = sorted(rows, key=lambda r: (r.accuracy, r.mean_s))
+    labels = [plot_label(r, most) for r in ordered]
+    # a fontsize-8 character is ~5 px wide; the axes are ~600 px wide
+    char = xmax / 600 * 5
+    levels = label_levels([(r.mean_s, 100 * r.accuracy, char * (len(text) + 2))
+                           for r, text in zip(ordered, labels, strict=True)])
+    for r, text, level in zip(ordered, labels, levels, strict=True):
+        ax.annotate(text, (r.mean_s, 100 * r.accuracy), textcoords="offset points",
+                    xytext=(5, 4 + 10 * level), fontsize=8)
     ax.set_xlabel("mean latency per problem (s)")
     ax.set_ylabel("accuracy (%)")
     ax.set_title(title)
@@ -245,7 +271,8 @@ def plot_time_split(rows: Sequence[Row], path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(rows) + 2), 4.5), dpi=120)
-    labels = [r.run.label for r in rows]
+    most = max((r.problems for r in rows), default=0)
+    labels = [plot_label(r, most) for r in rows]
     bottom = [0.0] * len(rows)
     for part in TIME_PARTS:
         heights = [r.time_split.get(part) or 0.0 for r in rows]

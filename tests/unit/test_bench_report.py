@@ -13,7 +13,9 @@ from langchain_specreason.bench.report import (
     SUMMARY_JSON,
     SUMMARY_MD,
     TIME_PLOT,
+    label_levels,
     percentile,
+    plot_label,
     summarize,
     write_report,
 )
@@ -118,3 +120,20 @@ def test_report_follows_results_after_a_resume(tmp_path, capsys):
     (tmp_path / TIME_PLOT).unlink()
     assert main(["bench", "--report-only", "--out", str(tmp_path)]) == 0
     assert (tmp_path / TIME_PLOT).is_file()
+
+
+def test_scatter_labels_never_share_a_line_where_they_overlap():
+    # three labels at one accuracy, the first two overlapping in x: the second goes up a line;
+    # the third starts after the first two end and stays on the first line
+    assert label_levels([(10, 25, 20), (15, 25, 20), (40, 25, 10)]) == [0, 1, 0]
+    # a point in another accuracy band does not push anyone up
+    assert label_levels([(10, 25, 20), (10, 75, 20), (12, 26, 5)]) == [0, 0, 1]
+    # a third overlapping label takes the first free line
+    assert label_levels([(0, 0, 10), (1, 0, 10), (2, 0, 10)]) == [0, 1, 2]
+    assert label_levels([]) == []
+
+
+def test_plot_labels_name_the_problem_count_only_when_it_differs():
+    rows = {r.run.label: r for r in summarize(synthetic())}
+    assert plot_label(rows["base"], 3) == "base"
+    assert plot_label(rows["specreason t=9"], 3) == "specreason t=9 (n=1)"
