@@ -213,21 +213,22 @@ def _colors(rows: Sequence[Row]) -> list[str]:
     return [palette.get(r.run.mode, "tab:red") for r in rows]
 
 
-def label_levels(points: Sequence[tuple[float, float, float]], band: float = 4.0) -> list[int]:
-    """A text line for each label, so that no two labels overlap (pure; for the scatter plot).
+def label_levels(points: Sequence[tuple[float, float, float]], line: float = 10.0) -> list[int]:
+    """How many lines up each label goes so that no two labels overlap (pure; for the scatter).
 
-    ``points`` are ``(x, y, width)``: a label starts at ``x``, spans ``width`` (x units) and
-    belongs to the band of points within ``band`` y units of ``y``. Each label takes the lowest
-    line that no earlier label of its band occupies at an overlapping ``[x, x + width]``.
+    ``points`` are ``(x, y, width)``: a label starts at ``x`` and spans ``width`` (x units);
+    its text sits at height ``y + line * level`` (y in the same units as ``line``, e.g. pixels).
+    Each label takes the lowest level at which no earlier label is less than a line away
+    vertically while overlapping it horizontally.
     """
-    taken: list[tuple[float, float, float, int]] = []
+    placed: list[tuple[float, float, float]] = []  # x, width, text height
     levels = []
     for x, y, width in points:
         level = 0
-        while any(abs(y - ty) < band and lvl == level and x < tx + tw and tx < x + width
-                  for tx, ty, tw, lvl in taken):
+        while any(abs(y + line * level - h) < line and x < px + pw and px < x + width
+                  for px, pw, h in placed):
             level += 1
-        taken.append((x, y, width, level))
+        placed.append((x, width, y + line * level))
         levels.append(level)
     return levels
 
@@ -250,9 +251,10 @@ def plot_accuracy_latency(rows: Sequence[Row], path: Path, title: str) -> None:
     most = max((r.problems for r in rows), default=0)
     ordered = sorted(rows, key=lambda r: (r.accuracy, r.mean_s))
     labels = [plot_label(r, most) for r in ordered]
-    # a fontsize-8 character is ~5 px wide; the axes are ~600 px wide
+    # in pixels of the ~600 x 370 px axes: a fontsize-8 character is ~5 px wide, a line 10 px
     char = xmax / 600 * 5
-    levels = label_levels([(r.mean_s, 100 * r.accuracy, char * (len(text) + 2))
+    px_per_point = 370 / 110
+    levels = label_levels([(r.mean_s, px_per_point * 100 * r.accuracy, char * (len(text) + 2))
                            for r, text in zip(ordered, labels, strict=True)])
     for r, text, level in zip(ordered, labels, levels, strict=True):
         ax.annotate(text, (r.mean_s, 100 * r.accuracy), textcoords="offset points",

@@ -123,11 +123,13 @@ def test_report_follows_results_after_a_resume(tmp_path, capsys):
 
 
 def test_scatter_labels_never_share_a_line_where_they_overlap():
-    # three labels at one accuracy, the first two overlapping in x: the second goes up a line;
-    # the third starts after the first two end and stays on the first line
+    # three labels at one height, the first two overlapping in x: the second goes up a line;
+    # the third starts after the first two end and stays on its own line
     assert label_levels([(10, 25, 20), (15, 25, 20), (40, 25, 10)]) == [0, 1, 0]
-    # a point in another accuracy band does not push anyone up
-    assert label_levels([(10, 25, 20), (10, 75, 20), (12, 26, 5)]) == [0, 0, 1]
+    # a point far above pushes no one up; one 5 units above a raised label (less than a
+    # line from it) and overlapping it goes above it
+    assert label_levels([(10, 25, 20), (10, 75, 20), (12, 30, 5)]) == [0, 0, 1]
+    assert label_levels([(10, 0, 20), (12, 0, 20), (14, 15, 20)]) == [0, 1, 1]
     # a third overlapping label takes the first free line
     assert label_levels([(0, 0, 10), (1, 0, 10), (2, 0, 10)]) == [0, 1, 2]
     assert label_levels([]) == []
