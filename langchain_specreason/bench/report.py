@@ -213,7 +213,12 @@ def _colors(rows: Sequence[Row]) -> list[str]:
     return [palette.get(r.run.mode, "tab:red") for r in rows]
 
 
-def label_levels(points: Sequence[tuple[float, float, float]], line: float = 10.0) -> list[int]:
+LABEL_LINE_PX = 10.0
+"""Height of one line of scatter-plot label text, in offset points."""
+
+
+def label_levels(points: Sequence[tuple[float, float, float]],
+                 line: float = LABEL_LINE_PX) -> list[int]:
     """How many lines up each label goes so that no two labels overlap (pure; for the scatter).
 
     ``points`` are ``(x, y, width)``: a label starts at ``x`` and spans ``width`` (x units);
@@ -258,7 +263,7 @@ def plot_accuracy_latency(rows: Sequence[Row], path: Path, title: str) -> None:
                            for r, text in zip(ordered, labels, strict=True)])
     for r, text, level in zip(ordered, labels, levels, strict=True):
         ax.annotate(text, (r.mean_s, 100 * r.accuracy), textcoords="offset points",
-                    xytext=(5, 4 + 10 * level), fontsize=8)
+                    xytext=(5, 4 + LABEL_LINE_PX * level), fontsize=8)
     ax.set_xlabel("mean latency per problem (s)")
     ax.set_ylabel("accuracy (%)")
     ax.set_title(title)
