@@ -27,6 +27,7 @@ from ..serving.profiles import load_profile
 from .datasets import GRADERS, Problem, is_file_dataset, load_problems
 from .meta import MetaFile
 from .modes import (
+    DEFAULT_SD_VARIANT,
     MODES,
     ROUTER_MODES,
     SCORE_METHODS,
@@ -57,9 +58,10 @@ def add_parser(subparsers: Any) -> None:
     servers.add_argument("--sd-base-url",
                          help="with --draft-url/--base-url: base server running speculative "
                               "decoding, for modes sd and specreason+sd")
-    servers.add_argument("--sd-variant", default="sd",
+    servers.add_argument("--sd-variant", default=DEFAULT_SD_VARIANT,
                          help="profile variant for modes sd and specreason+sd (sd: draft_model "
-                              "speculator; ngram)")
+                              "speculator; ngram: prompt lookup); runs on different variants "
+                              "are kept apart in one folder (labelled sd[ngram])")
     servers.add_argument("--router-url",
                          help="running Arbitrage router (classifier) server, for mode arbitrage "
                               "(default: the profile's [router] server)")
@@ -141,10 +143,10 @@ def make_plan(args: argparse.Namespace) -> Plan:
     """Parse and validate the flags, load the problems (raises typed errors)."""
     all_runs = expand_runs(parse_modes(args.modes), parse_thresholds(args.threshold),
                            parse_score_methods(args.score_method), parse_taus(args.tau),
-                           args.oracle_tau)
+                           args.oracle_tau, args.sd_variant)
     source = ServerSource(args.profile, args.draft_url, args.base_url, args.sd_base_url,
                           args.router_url, args.router_model)
-    groups = group_by_variant(all_runs, args.sd_variant)
+    groups = group_by_variant(all_runs)
     source.check([variant for variant, _ in groups],
                  router=any(run.mode in ROUTER_MODES for run in all_runs))
     settings = generation_settings(args)

@@ -14,8 +14,9 @@ mode                      who answers                                         ba
 
 A *run* is one mode at one threshold and score method (thresholds and score methods only
 apply to the SpecReason modes; ``arbitrage`` runs at each router ``tau`` (a probability),
-``oracle`` at its advantage margin, scoring steps with the ``average`` method). Results are
-keyed by run and problem.
+``oracle`` at its advantage margin, scoring steps with the ``average`` method), and, for the
+``sd`` modes, one base-server variant (``sd``: the draft_model speculator, ``ngram``: prompt
+lookup), so both speculators' runs can share one folder. Results are keyed by run and problem.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ ROUTER_MODES = frozenset({"arbitrage"})
 """Modes that need the router server."""
 SD_MODES = frozenset({"sd", "specreason+sd"})
 SCORE_METHODS: tuple[str, ...] = ("greedy", "average")
+DEFAULT_SD_VARIANT = "sd"
+"""The profile variant the ``sd`` modes use unless told otherwise (``--sd-variant``)."""
 
 
 @dataclass(frozen=True)
@@ -44,36 +47,40 @@ class Run:
     mode: str
     threshold: float | None = None
     score_method: str | None = None
+    variant: str | None = None
+    """The base server's profile variant (``sd`` modes only; ``None``: the plain profile)."""
 
     @property
     def label(self) -> str:
-        """Short name for tables and plots (``specreason t=7``, ``base``)."""
+        """Short name for tables and plots (``specreason t=7``, ``base``, ``sd[ngram]``)."""
+        mode = self.mode
+        if self.variant not in (None, DEFAULT_SD_VARIANT):
+            mode = f"{mode}[{self.variant}]"
         if self.threshold is None:
-            return self.mode
+            return mode
         if self.mode not in SPECREASON_MODES:
-            return f"{self.mode} tau={self.threshold:g}"
+            return f"{mode} tau={self.threshold:g}"
         method = "" if self.score_method in (None, "greedy") else f" {self.score_method}"
-        return f"{self.mode} t={self.threshold:g}{method}"
+        return f"{mode} t={self.threshold:g}{method}"
 
-    def variant(self, sd_variant: str) -> str | None:
-        """The base-server variant this run needs (``None``: the plain profile)."""
-        return sd_variant if self.mode in SD_MODES else None
-
-    def key(self, problem_id: str) -> tuple[str, float | None, str | None, str]:
+    def key(self, problem_id: str) -> tuple[str, float | None, str | None, str | None, str]:
         """The resume key of this run on one problem."""
-        return (self.mode, self.threshold, self.score_method, str(problem_id))
+        return (self.mode, self.threshold, self.score_method, self.variant, str(problem_id))
 
-    def sort_key(self) -> tuple[int, float, str]:
-        """Table order: modes in :data:`MODES` order, then threshold, then score method."""
+    def sort_key(self) -> tuple[int, float, str, str]:
+        """Table order: modes in :data:`MODES` order, then threshold, score method, variant."""
         return (MODES.index(self.mode) if self.mode in MODES else len(MODES),
-                -1.0 if self.threshold is None else self.threshold, self.score_method or "")
+                -1.0 if self.threshold is None else self.threshold, self.score_method or "",
+                self.variant or "")
 
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> Run:
         """The run a result (or runs.jsonl) record belongs to."""
         threshold = record.get("threshold")
-        return cls(str(record["mode"]), None if threshold is None else float(threshold),
-                   record.get("score_method"))
+        mode = str(record["mode"])
+        variant = (record.get("variant") or DEFAULT_SD_VARIANT) if mode in SD_MODES else None
+        return cls(mode, None if threshold is None else float(threshold),
+                   record.get("score_method"), variant)
 
 
 def _items(text: str) -> list[str]:
@@ -136,29 +143,30 @@ def parse_taus(text: str) -> list[float]:
 
 def expand_runs(modes: Iterable[str], thresholds: Iterable[float],
                 score_methods: Iterable[str], taus: Iterable[float] = (0.5,),
-                oracle_tau: float = 0.0) -> list[Run]:
+                oracle_tau: float = 0.0, sd_variant: str = DEFAULT_SD_VARIANT) -> list[Run]:
     """The runs of a plan, in the given mode order.
 
     One per baseline mode; one per threshold and score method for SpecReason modes; one per
-    ``tau`` for ``arbitrage``; one for ``oracle``.
+    ``tau`` for ``arbitrage``; one for ``oracle``. The ``sd`` modes run on ``sd_variant``.
     """
     thresholds, score_methods, taus = list(thresholds), list(score_methods), list(taus)
     runs: list[Run] = []
     for mode in modes:
+        variant = sd_variant if mode in SD_MODES else None
         if mode in SPECREASON_MODES:
-            runs += [Run(mode, t, m) for t in thresholds for m in score_methods]
+            runs += [Run(mode, t, m, variant) for t in thresholds for m in score_methods]
         elif mode == "arbitrage":
             runs += [Run(mode, tau) for tau in taus]
         elif mode == "oracle":
             runs.append(Run(mode, oracle_tau, "average"))
         else:
-            runs.append(Run(mode))
+            runs.append(Run(mode, variant=variant))
     return runs
 
 
-def group_by_variant(runs: Iterable[Run], sd_variant: str) -> list[tuple[str | None, list[Run]]]:
+def group_by_variant(runs: Iterable[Run]) -> list[tuple[str | None, list[Run]]]:
     """Runs grouped by the base-server variant they need; the plain server first."""
     groups: dict[str | None, list[Run]] = {}
     for run in runs:
-        groups.setdefault(run.variant(sd_variant), []).append(run)
+        groups.setdefault(run.variant, []).append(run)
     return sorted(groups.items(), key=lambda item: item[0] is not None)

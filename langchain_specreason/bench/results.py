@@ -21,7 +21,7 @@ RESULTS = "results.jsonl"
 RUNS = "runs.jsonl"
 META = "meta.json"
 
-ResultKey = tuple[str, float | None, str | None, str]
+ResultKey = tuple[str, float | None, str | None, str | None, str]
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -44,7 +44,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 
 
 def record_key(record: dict[str, Any]) -> ResultKey:
-    """The resume key of a result: (mode, threshold, score_method, problem_id)."""
+    """The resume key of a result: (mode, threshold, score_method, variant, problem_id)."""
     return Run.of(record).key(str(record["problem_id"]))
 
 

@@ -39,15 +39,29 @@ def test_parse_lists():
 def test_thresholds_sweep_only_specreason_modes():
     runs = expand_runs(["base", "specreason", "specreason+sd"], [5.0, 9.0], ["greedy"])
     assert runs == [Run("base"), Run("specreason", 5.0, "greedy"),
-                    Run("specreason", 9.0, "greedy"), Run("specreason+sd", 5.0, "greedy"),
-                    Run("specreason+sd", 9.0, "greedy")]
+                    Run("specreason", 9.0, "greedy"), Run("specreason+sd", 5.0, "greedy", "sd"),
+                    Run("specreason+sd", 9.0, "greedy", "sd")]
     assert Run("specreason", 7.0, "average").label == "specreason t=7 average"
-    assert Run("base").key("p1") == ("base", None, None, "p1")
+    assert Run("base").key("p1") == ("base", None, None, None, "p1")
+
+
+def test_sd_runs_on_different_speculators_are_different_runs():
+    ngram = expand_runs(["sd", "specreason+sd"], [7.0], ["greedy"], sd_variant="ngram")
+    draft_model = expand_runs(["sd"], [7.0], ["greedy"])
+    assert [r.label for r in ngram] == ["sd[ngram]", "specreason+sd[ngram] t=7"]
+    assert draft_model[0].label == "sd"
+    assert ngram[0].key("p1") != draft_model[0].key("p1")
+    # A result line names its variant; lines written before runs had one are the default.
+    assert Run.of({"mode": "sd", "variant": "ngram"}) == ngram[0]
+    assert Run.of({"mode": "sd", "variant": "sd"}) == draft_model[0]
+    assert Run.of({"mode": "sd"}) == draft_model[0]
+    assert Run.of({"mode": "base", "variant": None}) == Run("base")
 
 
 def test_runs_are_grouped_by_the_base_server_they_need():
-    runs = expand_runs(["sd", "base", "specreason+sd", "draft", "specreason"], [7.0], ["greedy"])
-    groups = group_by_variant(runs, "ngram")
+    runs = expand_runs(["sd", "base", "specreason+sd", "draft", "specreason"], [7.0], ["greedy"],
+                       sd_variant="ngram")
+    groups = group_by_variant(runs)
     assert [variant for variant, _ in groups] == [None, "ngram"]
     assert [r.mode for r in groups[0][1]] == ["base", "draft", "specreason"]
     assert [r.mode for r in groups[1][1]] == ["sd", "specreason+sd"]
