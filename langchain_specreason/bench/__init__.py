@@ -8,6 +8,7 @@ Modules, in the order a run uses them:
   ``specreason+sd``) and which base-server variant each needs;
 * :mod:`.servers` starts a profile's servers per variant, or uses given URLs;
 * :mod:`.runner` solves each problem in each mode and appends one JSON line per result;
+* :mod:`.prefill` counts each judge call's prefill floor (new step + judge suffix);
 * :mod:`.grading` marks a reply right or wrong (pure functions);
 * :mod:`.results` reads and appends the JSONL files (resume skips finished problems);
 * :mod:`.meta` writes ``meta.json`` (settings, versions, servers, machine);

@@ -4,8 +4,8 @@ One row per run (mode at a threshold and score method), the shape of the paper's
 accuracy; mean, p50 and p90 latency; speed-up against ``base`` (ratio of mean latencies over
 the problems both solved); the share of kept steps written by the draft; the mean share of
 time spent outside server calls; the base server's prefix-cache hit rate (its own counters);
-judge prefill tokens per judge call. Plots: accuracy against mean latency, and where the time
-goes per run.
+judge prefill tokens per judge call, against its floor (:mod:`.prefill`). Plots: accuracy
+against mean latency, and where the time goes per run.
 """
 
 from __future__ import annotations
@@ -46,6 +46,9 @@ class Row:
     cache_hit_rate: float | None
     judge_prefill_per_call: float | None
     errors: int
+    judge_floor_per_call: float | None = None
+    """The fewest prompt tokens a judge call could compute (new step + judge suffix, see
+    :mod:`.prefill`), over the problems that recorded it."""
     base_generated: float | None = None
     """Mean tokens the base server generated per problem (its own counters)."""
     base_prefilled: float | None = None
@@ -101,6 +104,12 @@ def _base_compute(records: Sequence[dict[str, Any]]) -> tuple[float | None, floa
             _mean(d["prompt_tokens"] - d["prefix_cache_hits"] for d in known))
 
 
+def _judge_floor(records: Sequence[dict[str, Any]]) -> float | None:
+    known = [r for r in records if r.get("judge_floor_tokens") is not None and r["judge_calls"]]
+    return _ratio(sum(r["judge_floor_tokens"] for r in known),
+                  sum(r["judge_calls"] for r in known))
+
+
 def summarize_run(run: Run, records: Sequence[dict[str, Any]],
                   base_latency: dict[str, float]) -> Row:
     """The row of one run; ``base_latency`` maps problem id to the ``base`` run's latency."""
@@ -123,6 +132,7 @@ def summarize_run(run: Run, records: Sequence[dict[str, Any]],
         judge_prefill_per_call=_ratio(sum(r["judge_prefill_tokens"] for r in records),
                                       sum(r["judge_calls"] for r in records)),
         errors=sum(r.get("error") is not None for r in records),
+        judge_floor_per_call=_judge_floor(records),
         base_generated=generated, base_prefilled=prefilled,
         time_split={part: _mean(float(r.get(part) or 0.0) for r in records)
                     for part in TIME_PARTS},
@@ -176,15 +186,16 @@ def render_markdown(rows: Sequence[Row], meta: dict[str, Any]) -> str:
     out = [f"# Benchmark: {dataset}", "", *_settings_lines(meta), ""]
     out += ["| run | problems | accuracy | mean s | p50 s | p90 s | speed-up vs base | "
             "steps by draft | overhead share | base prefix-cache hit | judge prefill tok/call | "
-            "base tok generated | base tok prefilled |",
-            "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+            "judge floor tok/call | base tok generated | base tok prefilled |",
+            "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for r in rows:
         out.append(
             f"| {r.run.label} | {r.problems} | {r.accuracy:.1%} ({r.correct}) | "
             f"{_fmt(r.mean_s, '.2f')} | {_fmt(r.p50_s, '.2f')} | {_fmt(r.p90_s, '.2f')} | "
             f"{_fmt(r.speedup, '.2f', '×')} | {_fmt(r.draft_share, '.0%')} | "
             f"{_fmt(r.overhead_share, '.1%')} | {_fmt(r.cache_hit_rate, '.0%')} | "
-            f"{_fmt(r.judge_prefill_per_call, '.0f')} | {_fmt(r.base_generated, '.0f')} | "
+            f"{_fmt(r.judge_prefill_per_call, '.0f')} | {_fmt(r.judge_floor_per_call, '.0f')} | "
+            f"{_fmt(r.base_generated, '.0f')} | "
             f"{_fmt(r.base_prefilled, '.0f')} |"
         )
     out += ["", "Mean seconds per problem by where they went:", "",
@@ -198,7 +209,9 @@ def render_markdown(rows: Sequence[Row], meta: dict[str, Any]) -> str:
             "problems both answered. Steps by draft: kept draft steps over all kept steps. "
             "Overhead: time outside server calls. Draft behind judge: draft seconds that ran "
             "while the base model judged the previous step (lookahead), not counted in the "
-            "draft column. Base tokens generated / prefilled: per "
+            "draft column. Judge floor: the fewest prompt tokens a judge call could compute, its "
+            "new step and the judge's suffix (the rest could be cached); measured per call with "
+            "the base server's `/tokenize`. Base tokens generated / prefilled: per "
             "problem, from the base server's own counters (its compute). Single-model runs "
             "count their whole reply as draft (`draft`) or answer (`base`, `sd`) time."]
     if errors:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypedDict
@@ -26,7 +26,7 @@ from ..baselines import SingleModelRun, single_model
 from ..config import SpecReasonConfig
 from ..endpoint import Endpoint, OpenAIEndpoint
 from ..errors import ConfigError, ContextLengthError
-from ..formats import get_format
+from ..formats import get_format, to_openai_messages
 from ..graph import create_specreason_graph
 from ..judges import Judge
 from ..metrics import (
@@ -38,11 +38,12 @@ from ..metrics import (
     ServerCounters,
     scrape,
 )
-from ..state import Decision
+from ..state import Decision, StepRecord
 from ..stats import SpecReasonStats
 from .datasets import Problem
 from .grading import grade
 from .modes import GRAPH_MODES, SPECREASON_MODES, Run
+from .prefill import judge_prefill_floor
 from .prompts import build_prompt
 from .results import JsonlAppender, ResultKey
 from .servers import ServerPair, reset_prefix_cache, served_models
@@ -135,12 +136,25 @@ def make_judge(run: Run, base: Endpoint, router: OpenAIEndpoint | LocalClassifie
     return None
 
 
+@dataclass(frozen=True)
+class Answered:
+    """What one problem's run gave: the reply, its cost, each step's verdict, the floor."""
+
+    reply: str
+    stats: SpecReasonStats
+    steps: list[StepTrace] = field(default_factory=list)
+    judge_floor_tokens: int | None = None
+    """The judge calls' prefill floor (see :mod:`.prefill`); ``None``: not a base judge."""
+
+
 class Solver:
     """Answers problems in one run over one draft and one base endpoint."""
 
     def __init__(self, run: Run, draft: Endpoint, base: Endpoint, settings: BenchSettings,
                  router: OpenAIEndpoint | LocalClassifier | None = None):
         self.run = run
+        self.base = base
+        self.family = settings.family
         self.config = settings.config(run)
         self.endpoint = draft if run.mode == "draft" else base
         self.graph = (create_specreason_graph(
@@ -148,7 +162,7 @@ class Solver:
             judge=make_judge(run, base, router, settings))
             if run.mode in GRAPH_MODES else None)
 
-    async def answer(self, prompt: str) -> tuple[str, SpecReasonStats, list[StepTrace]]:
+    async def answer(self, prompt: str) -> Answered:
         """The reply to ``prompt``, its cost (wall time included), and each step's verdict."""
         messages = [{"role": "user", "content": prompt}]
         start = time.perf_counter()
@@ -156,27 +170,40 @@ class Solver:
             state = await self.graph.ainvoke({"messages": messages})
             wall = time.perf_counter() - start
             steps = [StepTrace(decision=s["decision"], score=s["score"]) for s in state["steps"]]
-            return state["answer"], SpecReasonStats.from_state(state, wall_s=wall), steps
+            floor = await self.prefill_floor(messages, state["steps"])  # off the clock
+            return Answered(state["answer"], SpecReasonStats.from_state(state, wall_s=wall),
+                            steps, floor)
         alone = await single_model(self.endpoint, messages, self.config)
         wall = time.perf_counter() - start
-        return alone.text, baseline_stats(alone, wall, by_draft=self.run.mode == "draft"), []
+        return Answered(alone.text,
+                        baseline_stats(alone, wall, by_draft=self.run.mode == "draft"))
+
+    async def prefill_floor(self, messages: list[dict[str, Any]],
+                            steps: Sequence[StepRecord]) -> int | None:
+        """The judge calls' prefill floor (SpecReason's base-model judge on a vLLM server)."""
+        if self.run.mode not in SPECREASON_MODES or not isinstance(self.base, OpenAIEndpoint):
+            return None
+        return await judge_prefill_floor(
+            self.base.base_url, await self.base.model_name(), to_openai_messages(messages),
+            get_format(self.family), steps)
 
     async def solve(self, problem: Problem) -> dict[str, Any]:
         """One result line: the run, the problem, the grade, the stats and the reply."""
         error = None
-        steps: list[StepTrace] = []
         start = time.perf_counter()
         try:
-            reply, stats, steps = await self.answer(build_prompt(problem))
+            got = await self.answer(build_prompt(problem))
         except ContextLengthError as exc:  # this problem cannot run here; the others can
-            reply, stats, error = "", failed_stats(time.perf_counter() - start), str(exc)
+            got, error = Answered("", failed_stats(time.perf_counter() - start)), str(exc)
+        reply, stats = got.reply, got.stats
         graded = grade(problem.grader, reply, problem.gold)
         return {
             "mode": self.run.mode, "threshold": self.run.threshold,
             "score_method": self.run.score_method, "problem_id": problem.id,
             "correct": graded.correct, "prediction": graded.prediction, "gold": problem.gold,
             "grader": problem.grader, "latency_s": stats.wall_s, **stats.as_dict(),
-            "steps": steps, "error": error, "reply": reply,
+            "judge_floor_tokens": got.judge_floor_tokens,
+            "steps": got.steps, "error": error, "reply": reply,
             "finished_at": datetime.now(UTC).isoformat(),
         }
 

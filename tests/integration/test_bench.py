@@ -75,6 +75,13 @@ def test_bench_writes_every_file_and_resumes(servers, tmp_path):
     spec = first[1]
     assert spec["threshold"] == 7.0 and spec["steps_drafted"] >= 1
     assert spec["steps_kept"] + spec["steps_rewritten"] == spec["judge_calls"]
+    # the judge's prefill floor, counted by the base server's /tokenize: at least the judge's
+    # own turn (~40 tokens) per call, at most the prompt; no cache can beat it (a token of
+    # slack a call for how the prefix alone tokenizes at its end)
+    calls, floor = spec["judge_calls"], spec["judge_floor_tokens"]
+    assert 30 * calls <= floor <= spec["judge_prompt_tokens"]
+    assert spec["judge_prefill_tokens"] >= floor - calls
+    assert first[0]["judge_floor_tokens"] is None  # base alone: no judge
     runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
     assert [r["mode"] for r in runs] == ["base", "specreason"]
     assert 0.0 <= runs[1]["base_prefix_cache_hit_rate"] <= 1.0  # the judge queried the cache

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import contextlib
+import json
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any
 
 from langchain_specreason.endpoint import ChatRequest, Completion
 
@@ -58,3 +63,39 @@ def is_judge(request: ChatRequest) -> bool:
 def partial_of(request: ChatRequest) -> str:
     """The partial assistant text a step request continues ('' when the reply is not begun)."""
     return request.messages[-1]["content"] if request.continue_final else ""
+
+
+@contextlib.contextmanager
+def loopback_server(
+    respond: Callable[[str, dict[str, Any]], tuple[int, dict[str, Any] | None]],
+) -> Iterator[str]:
+    """A local HTTP stand-in for a vLLM route: ``respond(path, json_body) -> (status, json)``.
+
+    Sockets are opened for 127.0.0.1 only, for the block's duration; yields the root URL.
+    """
+    import pytest_socket
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            status, body = respond(self.path, json.loads(raw) if raw else {})
+            data = json.dumps(body).encode() if body is not None else b""
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    pytest_socket.enable_socket()
+    pytest_socket.socket_allow_hosts(["127.0.0.1"])
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -41,7 +41,8 @@ def synthetic():
         result("base", "p3", 30.0, False, answer_s=29.9, overhead_s=0.1),
         result("specreason", "p1", 4.0, True, 7.0, hits=50, steps_drafted=4, steps_kept=3,
                steps_rewritten=1, judge_calls=4, judge_prefill_tokens=200, draft_s=1.0,
-               judge_s=1.0, regenerate_s=1.0, answer_s=0.6, overhead_s=0.4),
+               judge_s=1.0, regenerate_s=1.0, answer_s=0.6, overhead_s=0.4,
+               judge_floor_tokens=120),
         result("specreason", "p2", 6.0, False, 7.0, hits=70, steps_drafted=4, steps_kept=1,
                steps_rewritten=3, judge_calls=4, judge_prefill_tokens=120, draft_s=1.0,
                judge_s=1.0, regenerate_s=3.0, answer_s=0.4, overhead_s=0.6),
@@ -73,6 +74,9 @@ def test_summary_rows():
     assert t7.overhead_share == pytest.approx((0.4 / 4 + 0.6 / 6) / 2)
     assert t7.cache_hit_rate == pytest.approx(120 / 200)
     assert t7.judge_prefill_per_call == pytest.approx(320 / 8)
+    # the floor is known for p1 only (p2 is an older line without it): over p1's calls
+    assert t7.judge_floor_per_call == pytest.approx(120 / 4)
+    assert t9.judge_floor_per_call is None and base.judge_floor_per_call is None
     assert t7.time_split["regenerate_s"] == pytest.approx(2.0)
     assert t9.speedup == pytest.approx(2.0) and t9.draft_share == 0.0
     assert t9.cache_hit_rate is None
@@ -99,7 +103,7 @@ def test_report_writes_summary_and_plots(tmp_path):
     assert "- budget: `1024`" in md and "base model: base-model" in md
     assert "| base | 3 | 66.7% (2) | 20.00 | 20.00 | 28.00 | 1.00× | – |" in md
     assert ("| specreason t=7 | 2 | 50.0% (1) | 5.00 | 5.00 | 5.80 | 3.00× | 50% | 10.0% | 60% "
-            "| 40 |") in md
+            "| 40 | 30 |") in md
     assert "| specreason t=9 | 1 |" in md
     summary = json.loads((tmp_path / SUMMARY_JSON).read_text())
     assert [row["label"] for row in summary] == ["base", "specreason t=7", "specreason t=9"]

@@ -24,7 +24,7 @@ from langchain_specreason.bench.runner import BenchSettings, Sinks, run_group
 from langchain_specreason.bench.servers import ServerPair, ServerSource
 from langchain_specreason.endpoint import ChatRequest, Completion
 
-from .fakes import ScriptedEndpoint, is_judge, score, step
+from .fakes import ScriptedEndpoint, is_judge, loopback_server, score, step
 
 PROBLEMS = [Problem(f"p{i}", f"What is {i}+{i}?", str(2 * i), "number") for i in (1, 2, 3)]
 RUNS_ = [Run("base"), Run("specreason", 7.0, "greedy")]
@@ -140,33 +140,16 @@ def test_meta_refuses_to_resume_with_other_settings(tmp_path):
 
 
 async def test_reset_prefix_cache_posts_to_the_server_root_and_reports_refusals():
-    import threading
-    from http.server import BaseHTTPRequestHandler, HTTPServer
-
-    import pytest_socket
-
     from langchain_specreason.bench.servers import reset_prefix_cache
 
-    pytest_socket.enable_socket()  # loopback only: a local stand-in for the vLLM route
-    pytest_socket.socket_allow_hosts(["127.0.0.1"])
     seen: list[str] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            seen.append(self.path)
-            self.send_response(200 if self.path == "/reset_prefix_cache" else 404)
-            self.end_headers()
+    def respond(path, body):
+        seen.append(path)
+        return (200 if path == "/reset_prefix_cache" else 404), None
 
-        def log_message(self, *args):
-            pass
-
-    server = HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_port}"
+    with loopback_server(respond) as url:  # a local stand-in for the vLLM route
         assert await reset_prefix_cache(f"{url}/v1") is True
         assert seen == ["/reset_prefix_cache"]
         assert await reset_prefix_cache(f"{url}/other/v1") is False  # 404: not offered
-    finally:
-        server.shutdown()
     assert await reset_prefix_cache("http://127.0.0.1:9/v1", timeout=2) is None  # nobody there
