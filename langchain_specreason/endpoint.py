@@ -292,6 +292,24 @@ class OpenAIEndpoint:
         return Classified(probs=probs, prompt_tokens=int(usage.get("prompt_tokens") or 0),
                           seconds=seconds)
 
+    async def count_tokens(self, messages: list[dict[str, Any]], *,
+                           continue_final: bool = False) -> int:
+        """Tokens of a chat prompt as the server renders it (vLLM ``/tokenize``).
+
+        ``continue_final`` counts the prompt that continues the last assistant message, as
+        :class:`ChatRequest` sends it; otherwise the template's generation prompt is added.
+        """
+        body = {"model": await self.model_name(), "messages": messages,
+                "continue_final_message": continue_final,
+                "add_generation_prompt": not continue_final}
+        url = server_root(self.base_url) + "/tokenize"
+        resp = await self._call(self.client.post, url, body=body, cast_to=object)
+        try:
+            return int(resp["count"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EndpointError(self.name, self.base_url,
+                                f"/tokenize answered without a count: {exc!r}") from None
+
     async def stream(self, request: ChatRequest) -> AsyncIterator[Completion]:
         """Run ``request`` streamed; the final item has no text but the finish and usage."""
         kwargs = await self._kwargs(request)

@@ -183,9 +183,8 @@ class Solver:
         """The judge calls' prefill floor (SpecReason's base-model judge on a vLLM server)."""
         if self.run.mode not in SPECREASON_MODES or not isinstance(self.base, OpenAIEndpoint):
             return None
-        return await judge_prefill_floor(
-            self.base.base_url, await self.base.model_name(), to_openai_messages(messages),
-            get_format(self.family), steps)
+        return await judge_prefill_floor(self.base, to_openai_messages(messages),
+                                         get_format(self.family), steps)
 
     async def solve(self, problem: Problem) -> dict[str, Any]:
         """One result line: the run, the problem, the grade, the stats and the reply."""

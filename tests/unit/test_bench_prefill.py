@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from langchain_specreason.bench.prefill import judge_prefill_floor
+from langchain_specreason.endpoint import OpenAIEndpoint
 from langchain_specreason.formats import get_format
 
 from .fakes import loopback_server
@@ -38,8 +39,8 @@ async def test_floor_subtracts_each_judged_steps_prefix_counted_by_the_server():
         record("So 5.", score=None, prompt_tokens=0),  # not judged (a base step): no call
     ]
     with loopback_server(respond) as url:
-        floor = await judge_prefill_floor(f"{url}/v1", "m", CONVERSATION,
-                                          get_format("instruct"), steps)
+        base = OpenAIEndpoint(f"{url}/v1", model="m", name="base")
+        floor = await judge_prefill_floor(base, CONVERSATION, get_format("instruct"), steps)
     # step 0: prefix = the question and the generation prompt (3 words + 2, + 1)
     # step 1: prefix = the question and the kept step 0, continued (3 + 2, + 3 + 2)
     assert floor == (30 - 6) + (40 - 10)
@@ -52,7 +53,10 @@ async def test_floor_subtracts_each_judged_steps_prefix_counted_by_the_server():
 async def test_floor_is_unknown_when_the_server_cannot_tokenize():
     steps = [record("A step.\n\n", score=9.0, prompt_tokens=30)]
     with loopback_server(lambda path, body: (404, None)) as url:
-        assert await judge_prefill_floor(f"{url}/v1", "m", CONVERSATION,
-                                          get_format("instruct"), steps) is None
-    assert await judge_prefill_floor("http://127.0.0.1:9/v1", "m", CONVERSATION,
-                                      get_format("instruct"), steps, timeout=2) is None
+        base = OpenAIEndpoint(f"{url}/v1", model="m", name="base")
+        assert await judge_prefill_floor(base, CONVERSATION, get_format("instruct"),
+                                         steps) is None
+    nobody = OpenAIEndpoint("http://127.0.0.1:9/v1", model="m", name="base", timeout=2,
+                            max_retries=0)
+    assert await judge_prefill_floor(nobody, CONVERSATION, get_format("instruct"),
+                                     steps) is None
