@@ -25,7 +25,7 @@ from langchain_core.utils import from_env, secret_from_env
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 
-from .config import ScoreMethod, SpecReasonConfig
+from .config import DEFAULT_JUDGE, Aggregate, ScoreMethod, SpecReasonConfig, Wording
 from .endpoint import Endpoint, OpenAIEndpoint, server_root
 from .errors import ConfigError, ContextLengthError
 from .formats import get_format, to_openai_messages
@@ -156,10 +156,24 @@ class ChatSpecReason(BaseChatModel):
     """Key of the draft server (env ``SPECREASON_DRAFT_API_KEY``; default: ``api_key``)."""
     family: str = "instruct"
     """Prompt family: ``instruct`` (the reply is the reasoning) or ``think`` (``<think>``)."""
+    judge: str = Field(default_factory=from_env("SPECREASON_JUDGE", default=DEFAULT_JUDGE))
+    """Which judge keeps or rejects draft steps (env ``SPECREASON_JUDGE``): ``score``,
+    ``likelihood``, ``confidence``, ``arithmetic``, or a cascade such as
+    ``arithmetic+likelihood`` (see :mod:`langchain_specreason.judges`)."""
     threshold: float = 7.0
-    """Keep a draft step whose score is at least this (0 keeps all, 10 rewrites all)."""
+    """``score`` judge: keep a draft step scoring at least this (0 keeps all, 10 rewrites all)."""
     score_method: ScoreMethod = "greedy"
-    """``greedy`` (the judge's digit) or ``average`` (probability-weighted over the digits)."""
+    """``score`` judge: ``greedy`` (the digit) or ``average`` (weighted over the digits)."""
+    judge_wording: Wording = "short"
+    """``score`` judge: ``short`` or ``reference`` (the SpecReason paper's exact wording)."""
+    judge_top_logprobs: int = 10
+    """``score`` judge: how many top logprobs it reads."""
+    likelihood_threshold: float = SpecReasonConfig.likelihood_threshold
+    """``likelihood`` judge: keep a step whose base-model log-probability reaches this (<= 0)."""
+    confidence_threshold: float = SpecReasonConfig.confidence_threshold
+    """``confidence`` judge: keep a step whose draft-model log-probability reaches this."""
+    logprob_aggregate: Aggregate = "mean"
+    """``likelihood``/``confidence``: ``mean`` or ``min`` of the step's token log-probabilities."""
     budget: int = 8192
     """Token budget of the reasoning."""
     step_max_tokens: int = 512
@@ -205,6 +219,11 @@ class ChatSpecReason(BaseChatModel):
     def spec_config(self) -> SpecReasonConfig:
         """The :class:`SpecReasonConfig` these fields describe."""
         return SpecReasonConfig(
+            judge=self.judge, judge_wording=self.judge_wording,
+            judge_top_logprobs=self.judge_top_logprobs,
+            likelihood_threshold=self.likelihood_threshold,
+            confidence_threshold=self.confidence_threshold,
+            logprob_aggregate=self.logprob_aggregate,
             threshold=self.threshold, score_method=self.score_method, budget=self.budget,
             step_max_tokens=self.step_max_tokens, first_n_base_steps=self.first_n_base_steps,
             delimiter=self.delimiter, temperature=self.temperature, top_p=self.top_p,

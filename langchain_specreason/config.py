@@ -9,18 +9,68 @@ from typing import Any, Literal
 from .errors import ConfigError
 
 ScoreMethod = Literal["greedy", "average"]
+Wording = Literal["short", "reference"]
+Aggregate = Literal["mean", "min"]
+
+JUDGES: dict[str, str] = {
+    "score": "the base model rates the step 0-9 in one token (SpecReason's judge); "
+             "threshold: `threshold` (0-10)",
+    "likelihood": "the base model's log-probability of the step's tokens (one forward pass); "
+                  "threshold: `likelihood_threshold` (a log-probability, <= 0)",
+    "confidence": "the draft model's own log-probability of the step's tokens (no call); "
+                  "threshold: `confidence_threshold` (<= 0)",
+    "arithmetic": "recomputes each `expression = number` the step writes (no call); "
+                  "rejects a wrong result",
+}
+"""The judges known by name. ``a+b`` composes them: every part but the last is a cheap check
+whose rejection is final; the last decides the rest (``arithmetic+likelihood``)."""
+
+THRESHOLD_FIELDS: dict[str, str] = {"score": "threshold",
+                                     "likelihood": "likelihood_threshold",
+                                     "confidence": "confidence_threshold"}
+"""The setting that holds each judge's threshold (``arithmetic`` has none)."""
+
+DEFAULT_JUDGE = "score"
+"""The judge of :class:`SpecReasonConfig` when none is named."""
+
+
+def parse_judge(name: str) -> list[str]:
+    """The parts of a judge name (``"arithmetic+likelihood"`` -> two); ConfigError if unknown."""
+    parts = [part.strip() for part in str(name).split("+")]
+    for part in parts:
+        if part not in JUDGES:
+            raise ConfigError(f"unknown judge {part!r} in {name!r}; judges: "
+                              f"{', '.join(JUDGES)} (join with + to cascade)")
+    if len(set(parts)) != len(parts):
+        raise ConfigError(f"judge {name!r} names a part twice")
+    return parts
 
 
 @dataclass(frozen=True)
 class SpecReasonConfig:
     """Settings of one SpecReason run (see :mod:`langchain_specreason.state` for the terms)."""
 
+    judge: str = DEFAULT_JUDGE
+    """Which judge decides whether a draft step is kept (see :data:`JUDGES`); ``a+b`` runs the
+    cheap check ``a`` first and asks ``b`` only when ``a`` does not reject."""
     threshold: float = 7.0
-    """Keep a draft step when its score is at least this. 0 keeps every draft step; 10 (above
-    the highest score, 9) rewrites every step."""
+    """``score`` judge: keep a draft step when its score is at least this. 0 keeps every draft
+    step; 10 (above the highest score, 9) rewrites every step."""
     score_method: ScoreMethod = "greedy"
-    """``greedy``: the judge's sampled digit (a non-digit counts 0). ``average``: the
-    probability-weighted mean of the digits among the top logprobs, renormalised."""
+    """``score`` judge: ``greedy``, the judge's sampled digit (a non-digit counts 0);
+    ``average``, the probability-weighted mean of the digits among the top logprobs."""
+    judge_wording: Wording = "short"
+    """``score`` judge: ``short`` (our follow-up turn) or ``reference`` (the SpecReason
+    reference implementation's question and prefill, word for word)."""
+    likelihood_threshold: float = -0.5
+    """``likelihood`` judge: keep a draft step when the base model's aggregated
+    log-probability of its tokens is at least this."""
+    confidence_threshold: float = -0.5
+    """``confidence`` judge: keep a draft step when the draft model's aggregated
+    log-probability of its own tokens is at least this."""
+    logprob_aggregate: Aggregate = "mean"
+    """``likelihood`` and ``confidence``: ``mean`` of the step's token log-probabilities, or
+    ``min`` (the least likely token)."""
     budget: int = 8192
     """Token budget: the trace stops once the kept steps hold this many tokens."""
     step_max_tokens: int = 512
@@ -53,6 +103,17 @@ class SpecReasonConfig:
                 f"threshold must be between 0 (keep every draft) and 10 (rewrite every step), "
                 f"got {self.threshold}"
             )
+        parse_judge(self.judge)
+        for name in ("likelihood_threshold", "confidence_threshold"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or value > 0:
+                raise ConfigError(f"{name} is a log-probability (<= 0), got {value!r}")
+        if self.judge_wording not in ("short", "reference"):
+            raise ConfigError(f"judge_wording must be 'short' or 'reference', "
+                              f"got {self.judge_wording!r}")
+        if self.logprob_aggregate not in ("mean", "min"):
+            raise ConfigError(f"logprob_aggregate must be 'mean' or 'min', "
+                              f"got {self.logprob_aggregate!r}")
         if self.score_method not in ("greedy", "average"):
             raise ConfigError(f"score_method must be 'greedy' or 'average', "
                               f"got {self.score_method!r}")
@@ -95,6 +156,12 @@ class SpecReasonConfig:
                 raise ConfigError(f"SPECREASON_{f.name.upper()}={raw!r} is not a valid "
                                   f"{f.name}") from None
         return cls(**values)
+
+    def judge_threshold(self) -> float | None:
+        """The threshold of the judge that decides (the last part; ``None``: arithmetic)."""
+        last = parse_judge(self.judge)[-1]
+        field = THRESHOLD_FIELDS.get(last)
+        return None if field is None else float(getattr(self, field))
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict of the settings (for run metadata and results files)."""

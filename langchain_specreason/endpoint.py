@@ -27,6 +27,7 @@ from tenacity import (
 )
 
 from .errors import ContextLengthError, EndpointError
+from .serving.vllm_plugin import READ_PREFIX_CACHE_XARG
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,8 @@ class ChatRequest:
     seed: int | None = None
     top_logprobs: int | None = None
     """Ask for the top-k logprobs of each generated token."""
+    logprobs: bool = False
+    """Ask for the log-probability of each generated token (:attr:`Completion.token_logprobs`)."""
     tools: list[dict[str, Any]] | None = None
     tool_choice: Any = None
 
@@ -64,6 +67,21 @@ class Completion:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
     """Wall time of the call, retries included."""
+    token_logprobs: list[float] | None = None
+    """Log-probability of each generated token (when the request asked for ``logprobs``)."""
+
+
+@dataclass(frozen=True)
+class PromptLogprobs:
+    """The server's log-probability of each prompt token given the tokens before it."""
+
+    logprobs: list[float | None]
+    """One per prompt token; ``None`` for the first token and for positions read from the
+    prefix cache (their logprobs were not computed)."""
+    prompt_tokens: int = 0
+    cached_tokens: int | None = None
+    """Prompt tokens read from the prefix cache, not prefilled."""
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -98,6 +116,23 @@ class Endpoint(Protocol):
 
     def stream(self, request: ChatRequest) -> AsyncIterator[Completion]:
         """Run ``request`` streamed: text deltas, the last item carrying finish and usage."""
+        ...
+
+
+@runtime_checkable
+class TokenScorer(Protocol):
+    """A served model that tokenizes chat prompts and scores prompt tokens (vLLM)."""
+
+    name: str
+
+    async def tokenize(self, messages: list[dict[str, Any]], *,
+                       continue_final: bool = False) -> list[int]:
+        """Token ids of a chat prompt as the server renders it."""
+        ...
+
+    async def prompt_logprobs(self, token_ids: list[int], *,
+                              read_cache: bool = True) -> PromptLogprobs:
+        """Log-probability of each token of ``token_ids`` (one forward pass, no decoding)."""
         ...
 
 
@@ -239,6 +274,8 @@ class OpenAIEndpoint:
             kwargs["seed"] = request.seed
         if request.top_logprobs:
             kwargs.update(logprobs=True, top_logprobs=request.top_logprobs)
+        elif request.logprobs:
+            kwargs["logprobs"] = True
         if request.tools:
             kwargs["tools"] = request.tools
             if request.tool_choice is not None:
@@ -265,6 +302,8 @@ class OpenAIEndpoint:
         content = choice.logprobs.content if choice.logprobs else None
         if content:
             out.top_logprobs = [(t.token, t.logprob) for t in content[0].top_logprobs]
+            if request.logprobs:
+                out.token_logprobs = [t.logprob for t in content]
         return out
 
     async def classify(self, texts: list[str], *, truncate: int | None = None) -> Classified:
@@ -292,11 +331,11 @@ class OpenAIEndpoint:
         return Classified(probs=probs, prompt_tokens=int(usage.get("prompt_tokens") or 0),
                           seconds=seconds)
 
-    async def count_tokens(self, messages: list[dict[str, Any]], *,
-                           continue_final: bool = False) -> int:
-        """Tokens of a chat prompt as the server renders it (vLLM ``/tokenize``).
+    async def tokenize(self, messages: list[dict[str, Any]], *,
+                       continue_final: bool = False) -> list[int]:
+        """Token ids of a chat prompt as the server renders it (vLLM ``/tokenize``).
 
-        ``continue_final`` counts the prompt that continues the last assistant message, as
+        ``continue_final`` renders the prompt that continues the last assistant message, as
         :class:`ChatRequest` sends it; otherwise the template's generation prompt is added.
         """
         body = {"model": await self.model_name(), "messages": messages,
@@ -305,10 +344,54 @@ class OpenAIEndpoint:
         url = server_root(self.base_url) + "/tokenize"
         resp = await self._call(self.client.post, url, body=body, cast_to=object)
         try:
-            return int(resp["count"])
+            return [int(t) for t in resp["tokens"]]
         except (KeyError, TypeError, ValueError) as exc:
             raise EndpointError(self.name, self.base_url,
-                                f"/tokenize answered without a count: {exc!r}") from None
+                                f"/tokenize answered without tokens: {exc!r}") from None
+
+    async def count_tokens(self, messages: list[dict[str, Any]], *,
+                           continue_final: bool = False) -> int:
+        """Tokens of a chat prompt as the server renders it (see :meth:`tokenize`)."""
+        return len(await self.tokenize(messages, continue_final=continue_final))
+
+    async def prompt_logprobs(self, token_ids: list[int], *,
+                              read_cache: bool = True) -> PromptLogprobs:
+        """Log-probability of each prompt token, from one forward pass (vLLM ``prompt_logprobs``).
+
+        vLLM prefills a prompt-logprobs request whole, prefix cache or not. With ``read_cache``
+        the request asks a server running our vLLM plugin to read the cache anyway; positions
+        read from it come back as ``None`` (see :attr:`PromptLogprobs.logprobs`).
+        """
+        extra: dict[str, Any] = {"prompt_logprobs": 0}
+        if read_cache:
+            extra["vllm_xargs"] = {READ_PREFIX_CACHE_XARG: 1}
+        start = time.perf_counter()
+        resp = await self._call(self.client.completions.create, model=await self.model_name(),
+                                prompt=token_ids, max_tokens=1, temperature=0.0,
+                                extra_body=extra)
+        seconds = time.perf_counter() - start
+        try:
+            rows = (resp.choices[0].model_extra or {}).get("prompt_logprobs") or (
+                resp.model_extra or {}).get("prompt_logprobs")
+            if rows is None:
+                raise KeyError("prompt_logprobs")
+            values: list[float | None] = []
+            for position, row in enumerate(rows):
+                entry = None if row is None else row.get(str(token_ids[position]))
+                values.append(None if entry is None else float(entry["logprob"]))
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise EndpointError(self.name, self.base_url,
+                                f"/v1/completions answered without prompt_logprobs ({exc!r}); "
+                                "is this a vLLM server?") from None
+        usage = resp.usage
+        cached = None
+        details = getattr(usage, "prompt_tokens_details", None) if usage else None
+        if details is not None and getattr(details, "cached_tokens", None) is not None:
+            cached = int(details.cached_tokens)
+        if cached:  # not computed: vLLM leaves those rows uninitialised
+            values[:cached] = [None] * min(cached, len(values))
+        return PromptLogprobs(values, prompt_tokens=usage.prompt_tokens if usage else 0,
+                              cached_tokens=cached, seconds=seconds)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[Completion]:
         """Run ``request`` streamed; the final item has no text but the finish and usage."""

@@ -43,7 +43,7 @@ from langgraph.types import Checkpointer
 from .config import SpecReasonConfig
 from .endpoint import ChatRequest, Completion, Endpoint
 from .formats import PromptFormat, continue_messages, get_format, to_openai_messages
-from .judges import BaseModelJudge, Judge, StepContext
+from .judges import Judge, StepContext, make_judge
 from .state import Decision, PendingStep, SpecReasonState, StepRecord
 
 NODES = ("start", "draft", "judge", "accept", "regenerate", "answer")
@@ -144,8 +144,8 @@ def create_specreason_graph(
     Args:
         draft: the small model's endpoint (writes draft steps).
         base: the big model's endpoint (judges, rewrites, answers).
-        judge: decides whether a draft step is kept; default :class:`BaseModelJudge` with the
-            config's threshold and score method.
+        judge: decides whether a draft step is kept; default: the judge ``config.judge``
+            names, with its settings (:func:`~.judges.make_judge`).
         config: the knobs (:class:`SpecReasonConfig`).
         family: prompt family of the pair (``"instruct"``, ``"think"``, or a
             :class:`~.formats.PromptFormat`).
@@ -165,20 +165,17 @@ def create_specreason_graph(
     """
     cfg = config or SpecReasonConfig()
     fmt = get_format(family)
-    the_judge: Judge = judge or BaseModelJudge(
-        base, fmt, threshold=cfg.threshold, method=cfg.score_method,
-        top_logprobs=cfg.judge_top_logprobs,
-    )
+    the_judge: Judge = judge or make_judge(cfg, draft, base, fmt)
     stops = [cfg.delimiter] + ([fmt.thinking_end] if fmt.thinking_end else [])
 
-    def step_request(state: SpecReasonState) -> ChatRequest:
+    def step_request(state: SpecReasonState, *, logprobs: bool = False) -> ChatRequest:
         messages, cont = continue_messages(
             to_openai_messages(state["messages"]), fmt, _step_texts(state))
         room = cfg.budget - state.get("tokens_used", 0)
         return ChatRequest(
             messages=messages, max_tokens=max(1, min(cfg.step_max_tokens, room)),
             continue_final=cont, stop=stops, temperature=cfg.temperature, top_p=cfg.top_p,
-            seed=cfg.seed,
+            seed=cfg.seed, logprobs=logprobs,
         )
 
     async def start(state: SpecReasonState) -> dict[str, Any]:
@@ -190,7 +187,7 @@ def create_specreason_graph(
 
     async def write_draft(state: SpecReasonState, config: RunnableConfig, index: int,
                           lookahead: bool = False) -> tuple[PendingStep, Completion]:
-        request = step_request(state)
+        request = step_request(state, logprobs=True)  # the confidence judge reads them
         metadata: dict[str, Any] = {"specreason_step": index, "specreason_call": "draft"}
         if lookahead:
             metadata["specreason_lookahead"] = True
@@ -203,6 +200,8 @@ def create_specreason_graph(
             "draft_s": done.seconds, "score": None, "accept": None, "judge_s": 0.0,
             "judge_prompt_tokens": 0, "judge_cached_tokens": None, "index": index,
         }
+        if done.token_logprobs is not None:
+            pending["logprobs"] = [round(lp, 4) for lp in done.token_logprobs]
         return pending, done
 
     async def draft_node(state: SpecReasonState, config: RunnableConfig) -> dict[str, Any]:
@@ -253,12 +252,13 @@ def create_specreason_graph(
         judging = asyncio.ensure_future(traced_call(
             config, "judge_step",
             {"specreason_step": index, "specreason_call": "judge",
-             "specreason_threshold": cfg.threshold},
+             "specreason_judge": cfg.judge, "specreason_threshold": cfg.judge_threshold()},
             {"step": pending["text"]},
             lambda: the_judge.judge(StepContext(
                 conversation=to_openai_messages(state["messages"]), steps=_step_texts(state),
                 authors=[s["author"] for s in state.get("steps") or []],
-                step=pending["text"], request=step_request(state))),
+                step=pending["text"], request=step_request(state),
+                step_logprobs=pending.get("logprobs"))),
             lambda v: {"score": v.score, "decision": "kept" if v.accept else "rewritten",
                        "prompt_tokens": v.prompt_tokens, "cached_tokens": v.cached_tokens,
                        **v.detail}))

@@ -92,6 +92,8 @@ class PendingStep(TypedDict):
     """A replacement step the judge already wrote (see :class:`~.judges.Rewrite`)."""
     index: NotRequired[int]
     """Position of a lookahead draft in the trace."""
+    logprobs: NotRequired[list[float]]
+    """The draft model's log-probability of each token it wrote (the ``confidence`` judge)."""
     draft_hidden_s: NotRequired[float]
     """Seconds of a lookahead draft that ran while the judge read the previous step."""
 

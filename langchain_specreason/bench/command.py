@@ -25,6 +25,8 @@ from tqdm import tqdm
 from ..errors import ConfigError
 from ..serving.profiles import load_profile
 from .datasets import GRADERS, Problem, is_file_dataset, load_problems
+from .judgebench import add_parser as add_judges_parser
+from .judgebench import run_judges
 from .meta import MetaFile
 from .modes import (
     DEFAULT_SD_VARIANT,
@@ -96,9 +98,10 @@ def add_parser(subparsers: Any) -> None:
     output.add_argument("--report-only", action="store_true",
                         help="only regenerate summary and plots of --out")
     output.add_argument("--no-progress", action="store_true", help="no progress bar")
-    sub = p.add_subparsers(dest="bench_command", metavar="{report}")
+    sub = p.add_subparsers(dest="bench_command", metavar="{report,judges}")
     report = sub.add_parser("report", help="regenerate summary.md and plots of a result folder")
     report.add_argument("dir", help="the result folder (holding results.jsonl)")
+    add_judges_parser(sub)
 
 
 def add_generation_flags(group: Any) -> None:
@@ -206,6 +209,8 @@ async def run(args: argparse.Namespace) -> int:
     """``specreason bench``: returns the process exit code."""
     if getattr(args, "bench_command", None) == "report":
         return print_report(Path(args.dir))
+    if getattr(args, "bench_command", None) == "judges":
+        return await run_judges(args)
     if args.report_only:
         if not args.out:
             raise ConfigError("--report-only needs --out DIR (the folder to summarise)")

@@ -31,7 +31,8 @@ async def test_floor_subtracts_each_judged_steps_prefix_counted_by_the_server():
         if path != "/tokenize":
             return 404, None
         bodies.append(body)
-        return 200, {"count": words(body["messages"]) + body["add_generation_prompt"]}
+        count = words(body["messages"]) + body["add_generation_prompt"]
+        return 200, {"count": count, "tokens": list(range(count))}
 
     steps = [
         record("Two plus three.\n\n", score=9.0, prompt_tokens=30),

@@ -1,0 +1,220 @@
+"""``specreason bench judges``: how well each judge tells right steps from wrong ones.
+
+::
+
+    specreason bench judges --profile cpu --limit 100 --out benchmarks/judges-cpu
+    specreason bench judges --draft-url URL --base-url URL --measures likelihood,arithmetic
+
+Data: GSM8K *train* gold solutions (:mod:`.judgedata`): per problem, the gold step k after gold
+steps 1..k-1, and the same step corrupted three ways (arithmetic, operand, operation).
+
+A *measure* is one judge call per example; one call can give several scores (the ``score``
+judge's digit and its probability-weighted average; the mean and the least token
+log-probability). Cascades (``arithmetic+likelihood``) are composed in the report from their
+parts' results, exactly as :class:`~..judges.CascadeJudge` decides.
+
+Prefill is measured as the graph would see it: before the examples of one problem, the
+server's prefix cache is emptied (dev-mode ``/reset_prefix_cache``) and the shared prefix
+(conversation and steps 1..k-1, which in a run the previous call prefilled) is sent once; each
+judge call then reports ``prompt_tokens - cached_tokens``. Results are appended to
+``results.jsonl`` (resumable), then ``summary.md``, ``summary.json`` and ``roc.png`` are written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from ..arithmetic import check_step
+from ..endpoint import OpenAIEndpoint
+from ..errors import ConfigError
+from ..formats import PromptFormat, continue_messages, get_format
+from ..judges import BaseModelScorer, LikelihoodScorer
+from ..scoring import average_score, greedy_score
+from ..serving.profiles import load_profile
+from .datasets import Problem
+from .judgedata import JudgeExample, load_judge_examples
+from .judgereport import write_judge_report
+from .meta import MetaFile
+from .prompts import build_prompt
+from .results import JsonlAppender, read_records
+from .servers import ServerPair, ServerSource, reset_prefix_cache
+
+RESULTS = "results.jsonl"
+MEASURES: dict[str, str] = {
+    "arithmetic": "no server",
+    "likelihood": "base",
+    "confidence": "draft",
+    "score": "base",
+    "score-reference": "base",
+}
+"""Each measure and the server it calls."""
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add ``bench judges``."""
+    p = subparsers.add_parser("judges", help="judge quality on right and corrupted GSM8K steps",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("--profile", default="cpu", help="serve profile started (default: cpu)")
+    p.add_argument("--draft-url", help="use this running draft server instead")
+    p.add_argument("--base-url", help="use this running base server instead")
+    p.add_argument("--family", help="prompt family (default: the profile's)")
+    p.add_argument("--limit", type=int, default=100, help="GSM8K train problems (default 100)")
+    p.add_argument("--seed", type=int, default=0, help="which step is judged, corruptions")
+    p.add_argument("--measures", default=",".join(MEASURES),
+                   help=f"comma list of {', '.join(MEASURES)} (default: all)")
+    p.add_argument("--out", default="runs/judges", help="result folder; reuse one to resume")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def parse_measures(text: str) -> list[str]:
+    """Measures of a comma list; ConfigError when one is unknown or the list is empty."""
+    names = list(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    if not names:
+        raise ConfigError(f"--measures is empty; measures: {', '.join(MEASURES)}")
+    for name in names:
+        if name not in MEASURES:
+            raise ConfigError(f"unknown measure {name!r}; measures: {', '.join(MEASURES)}")
+    return names
+
+
+def conversation(example: JudgeExample) -> list[dict[str, Any]]:
+    """The user turn the judged reasoning answers (the benchmark's own prompt)."""
+    problem = Problem(example.problem_id, example.question, "", "number")
+    return [{"role": "user", "content": build_prompt(problem)}]
+
+
+Call = Callable[[JudgeExample], Awaitable[dict[str, Any]]]
+
+
+class Measures:
+    """The judge calls of each measure over one draft and one base endpoint."""
+
+    def __init__(self, draft: OpenAIEndpoint, base: OpenAIEndpoint, fmt: PromptFormat):
+        self.draft, self.base, self.fmt = draft, base, fmt
+        self.likelihood = LikelihoodScorer(base, fmt, how="mean")
+        self.confidence = LikelihoodScorer(draft, fmt, how="mean")
+        self.score = BaseModelScorer(base, fmt, method="greedy", top_logprobs=10)
+        self.reference = BaseModelScorer(base, fmt, method="greedy", top_logprobs=10,
+                                         wording="reference")
+
+    def endpoint(self, measure: str) -> OpenAIEndpoint | None:
+        """The server a measure calls (``None``: none)."""
+        return {"base": self.base, "draft": self.draft}.get(MEASURES[measure])
+
+    async def warm(self, measure: str, example: JudgeExample) -> None:
+        """Empty the server's prefix cache and prefill the example's shared prefix once."""
+        endpoint = self.endpoint(measure)
+        if endpoint is None:
+            return
+        await reset_prefix_cache(endpoint.base_url)
+        messages, cont = continue_messages(conversation(example), self.fmt, example.steps)
+        ids = await endpoint.tokenize(messages, continue_final=cont)
+        await endpoint.prompt_logprobs(ids, read_cache=False)
+
+    async def run(self, measure: str, example: JudgeExample) -> dict[str, Any]:
+        """One judge call on ``example``: its scores and costs."""
+        conv, steps, step = conversation(example), list(example.steps), example.step
+        if measure == "arithmetic":
+            start = time.perf_counter()
+            check = check_step(step)
+            value = {"wrong": 0.0, "unsure": 0.5, "right": 1.0}[check.verdict]
+            return {"scores": {"verdict": value}, "seconds": time.perf_counter() - start,
+                    "prompt_tokens": 0, "cached_tokens": 0,
+                    "detail": {"verdict": check.verdict, "equations": check.checked}}
+        if measure in ("likelihood", "confidence"):
+            scorer = self.likelihood if measure == "likelihood" else self.confidence
+            s = await scorer.score(conv, steps, step)
+            scores = {"mean": s.detail["mean_logprob"], "min": s.detail["min_logprob"]}
+            step_tokens = s.detail["step_tokens"]
+        else:
+            scorer_ = self.score if measure == "score" else self.reference
+            s = await scorer_.score(conv, steps, step)
+            top = [(t, lp) for t, lp in s.detail["top_logprobs"]]
+            scores = {"greedy": greedy_score(s.detail["token"]), "average": average_score(top)}
+            step_tokens = None
+        return {"scores": scores, "seconds": s.seconds, "prompt_tokens": s.prompt_tokens,
+                "cached_tokens": s.cached_tokens, "step_tokens": step_tokens,
+                "detail": {k: v for k, v in s.detail.items() if k != "token_logprobs"}}
+
+
+async def step_tokens(base: OpenAIEndpoint, fmt: PromptFormat, example: JudgeExample) -> int:
+    """Tokens of the judged step in the base tokenizer (after the shared prefix)."""
+    before, cont = continue_messages(conversation(example), fmt, example.steps)
+    after, cont2 = continue_messages(conversation(example), fmt, [*example.steps, example.step])
+    a = await base.tokenize(before, continue_final=cont)
+    b = await base.tokenize(after, continue_final=cont2)
+    return len(b) - len(a)
+
+
+async def run_judges(args: argparse.Namespace) -> int:
+    """``specreason bench judges``: run the unfinished (measure, example) pairs, then report."""
+    measures = parse_measures(args.measures)
+    if args.limit is None or args.limit <= 0:
+        raise ConfigError(f"--limit must be a positive integer, got {args.limit}")
+    source = ServerSource(args.profile, args.draft_url, args.base_url)
+    family = args.family or load_profile(args.profile).family
+    fmt = get_format(family)
+    examples, skipped = load_judge_examples(args.limit, seed=args.seed)
+    out = Path(args.out)
+    meta = MetaFile(out, {"limit": args.limit, "seed": args.seed, "family": family,
+                          "dataset": "gsm8k-train", "skipped_problems": skipped})
+    meta.save()
+    done = {(r["measure"], r["example"]) for r in read_records(out / RESULTS)}
+    todo = [(m, e) for m in measures for e in examples if (m, e.id) not in done]
+    print(f"bench judges: {len(examples)} examples ({len(examples) // 4} problems, {skipped} "
+          f"skipped: no step fit all three corruptions), {len(measures)} measures, "
+          f"{len(todo)} calls to make; results in {out}", file=sys.stderr, flush=True)
+    if todo:
+        needs_servers = any(MEASURES[m] != "no server" for m, _ in todo)
+        with source.servers(None) if needs_servers else _no_servers() as pair:
+            if pair is not None:
+                meta.add_servers(pair.describe())
+            await _run(todo, pair, fmt, out, progress=not args.no_progress)
+    meta.finish(len(todo))
+    for path in write_judge_report(out):
+        print(path)
+    return 0
+
+
+class _no_servers:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+async def _run(todo: list[tuple[str, JudgeExample]], pair: ServerPair | None,
+               fmt: PromptFormat, out: Path, *, progress: bool) -> None:
+    draft = OpenAIEndpoint(pair.draft_url if pair else "http://unused/v1", name="draft")
+    base = OpenAIEndpoint(pair.base_url if pair else "http://unused/v1", name="base")
+    measures = Measures(draft, base, fmt)
+    warmed: set[tuple[str, str]] = set()
+    with (JsonlAppender(out / RESULTS) as results,
+          tqdm(total=len(todo), desc="bench judges", unit="call", disable=not progress,
+               dynamic_ncols=True) as bar):
+        for measure, example in todo:
+            bar.set_postfix_str(measure)
+            if (measure, example.problem_id) not in warmed:
+                await measures.warm(measure, example)
+                warmed.add((measure, example.problem_id))
+            got = await measures.run(measure, example)
+            if got.get("step_tokens") is None and pair is not None:
+                got["step_tokens"] = await step_tokens(base, fmt, example)
+            cached = got.get("cached_tokens") or 0
+            results.write({
+                "measure": measure, "example": example.id, "problem_id": example.problem_id,
+                "kind": example.kind, "position": example.position, **got,
+                "prefilled_tokens": (got["prompt_tokens"] - cached) if got["prompt_tokens"]
+                else 0,
+                "finished_at": datetime.now(UTC).isoformat(),
+            })
+            bar.update(1)

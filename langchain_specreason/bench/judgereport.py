@@ -1,0 +1,236 @@
+"""The judge benchmark's report: AUROC per corruption kind, decisions at a threshold, costs.
+
+A *variant* is one way of reading a measure's results (``likelihood`` read as the ``mean`` or
+the ``min`` token log-probability), or a cascade composed from two measures
+(``arithmetic+likelihood``: rejected when ``arithmetic`` finds a wrong result, else the
+likelihood score; it calls the base model only on the steps arithmetic lets through).
+
+Costs (seconds, prefilled tokens) are taken from the first call after each problem's warm-up:
+the correct example, whose cache state is the one a run sees (its siblings may reuse blocks
+of it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..config import SpecReasonConfig
+from ..judges import REJECTED_BY_CHECK
+from .judgedata import KINDS
+from .results import read_records
+
+BLOCK = 32
+"""The cache block of the CPU profiles (``--block-size 32``): the prefill bound's slack."""
+
+VARIANTS: dict[str, tuple[str, str, str | None]] = {
+    "score (greedy)": ("score", "greedy", None),
+    "score (average)": ("score", "average", None),
+    "score-reference (greedy)": ("score-reference", "greedy", None),
+    "score-reference (average)": ("score-reference", "average", None),
+    "likelihood (mean)": ("likelihood", "mean", None),
+    "likelihood (min)": ("likelihood", "min", None),
+    "confidence (mean)": ("confidence", "mean", None),
+    "confidence (min)": ("confidence", "min", None),
+    "arithmetic": ("arithmetic", "verdict", None),
+    "arithmetic+likelihood (mean)": ("likelihood", "mean", "arithmetic"),
+    "arithmetic+likelihood (min)": ("likelihood", "min", "arithmetic"),
+    "arithmetic+confidence (mean)": ("confidence", "mean", "arithmetic"),
+}
+"""Report rows: (measure, score read, cheap check in front or None)."""
+
+
+def default_threshold(variant: str) -> float | None:
+    """The threshold :class:`~..config.SpecReasonConfig`'s defaults give this variant."""
+    cfg = SpecReasonConfig()
+    measure, read, _check = VARIANTS[variant]
+    if measure == "score" and read == cfg.score_method:
+        return cfg.threshold
+    if measure == "likelihood" and read == cfg.logprob_aggregate:
+        return cfg.likelihood_threshold
+    if measure == "confidence" and read == cfg.logprob_aggregate:
+        return cfg.confidence_threshold
+    if measure == "arithmetic":
+        return 0.5
+    return None
+
+
+def auroc(right: Sequence[float], wrong: Sequence[float]) -> float | None:
+    """P(a right step scores above a wrong one), ties counted half (Mann-Whitney)."""
+    if not right or not wrong:
+        return None
+    wins = sum((r > w) + 0.5 * (r == w) for r in right for w in wrong)
+    return wins / (len(right) * len(wrong))
+
+
+def roc_points(right: Sequence[float], wrong: Sequence[float]) -> list[tuple[float, float]]:
+    """(false-positive rate, true-positive rate) at every threshold, keeping ``>= t``."""
+    points = [(0.0, 0.0)]
+    for t in sorted(set(right) | set(wrong), reverse=True):
+        points.append((sum(w >= t for w in wrong) / len(wrong),
+                       sum(r >= t for r in right) / len(right)))
+    return points
+
+
+def variant_scores(records: Sequence[dict[str, Any]], variant: str) -> dict[str, float]:
+    """Example id -> score of ``variant`` (examples every part of it has results for)."""
+    measure, read, check = VARIANTS[variant]
+    by_measure: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in records:
+        by_measure[r["measure"]][r["example"]] = r
+    scores: dict[str, float] = {}
+    for example, r in by_measure.get(measure, {}).items():
+        value = float(r["scores"][read])
+        if check is not None:
+            gate = by_measure.get(check, {}).get(example)
+            if gate is None:
+                continue
+            if gate["scores"]["verdict"] == 0.0:
+                value = REJECTED_BY_CHECK
+        scores[example] = value
+    return scores
+
+
+def best_threshold(right: Sequence[float], wrong: Sequence[float]) -> float:
+    """The threshold with the highest balanced accuracy (right kept, wrong rejected)."""
+    best, best_t = -1.0, 0.0
+    for t in sorted(set(right) | set(wrong)):
+        acc = (sum(r >= t for r in right) / len(right) + sum(w < t for w in wrong) / len(wrong))
+        if acc > best:
+            best, best_t = acc, t
+    return best_t
+
+
+def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per variant with results: AUROC per kind, decisions, costs."""
+    kinds = {r["example"]: r["kind"] for r in records}
+    first = {r["example"]: r for r in records if r["kind"] == "correct"}
+    rows = []
+    for variant, (measure, _read, check) in VARIANTS.items():
+        scores = variant_scores(records, variant)
+        right = [s for e, s in scores.items() if kinds[e] == "correct"]
+        wrong_by = {k: [s for e, s in scores.items() if kinds[e] == k] for k in KINDS}
+        wrong = [s for k in KINDS for s in wrong_by[k]]
+        if not right or not wrong:
+            continue
+        row: dict[str, Any] = {"variant": variant, "examples": len(scores),
+                               "auroc": {k: auroc(right, wrong_by[k]) for k in KINDS}}
+        row["auroc"]["all"] = auroc(right, wrong)
+        for name, t in (("default", default_threshold(variant)),
+                        ("best", best_threshold(right, wrong))):
+            if t is None:
+                continue
+            row[name] = {"threshold": t,
+                         "kept_right": sum(s >= t for s in right) / len(right),
+                         "rejected_wrong": {k: sum(s < t for s in v) / len(v)
+                                            for k, v in wrong_by.items() if v}}
+        costs = [r for e, r in first.items() if r["measure"] == measure and e in scores]
+        if check is not None:  # the model judge runs only on steps the check let through
+            let_through = [e for e in scores if scores[e] != REJECTED_BY_CHECK]
+            row["model_calls_share"] = len(let_through) / len(scores)
+        if costs and measure not in ("arithmetic",):
+            row["seconds_per_call"] = _mean([c["seconds"] for c in costs])
+            row["prefilled_per_call"] = _mean([c["prefilled_tokens"] for c in costs])
+            row["step_tokens_per_call"] = _mean([c.get("step_tokens") or 0 for c in costs])
+            row["within_bound"] = _mean([_within(c, measure) for c in costs])
+        elif measure == "arithmetic":
+            row["seconds_per_call"] = _mean([r["seconds"] for e, r in first.items()
+                                             if r["measure"] == "arithmetic"])
+            row["prefilled_per_call"] = 0.0
+        rows.append(row)
+    return rows
+
+
+def _within(call: dict[str, Any], measure: str) -> float:
+    """1 when the call prefilled at most step + judge suffix + one cache block."""
+    step = call.get("step_tokens") or 0
+    suffix = 0
+    if measure.startswith("score"):  # the judge's own turn after the step
+        suffix = max(0, call["prompt_tokens"] - (call.get("cached_tokens") or 0) - step)
+        suffix = min(suffix, 60)  # the turn is ~51 tokens; more than that is not suffix
+    return float(call["prefilled_tokens"] <= step + suffix + BLOCK)
+
+
+def _mean(values: Sequence[float]) -> float:
+    return math.fsum(values) / len(values) if values else 0.0
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.0f}%"
+
+
+def markdown(rows: Sequence[dict[str, Any]]) -> str:
+    """The summary table."""
+    head = ("| judge | AUROC arithmetic | AUROC operand | AUROC operation | AUROC all "
+            "| threshold | right kept | wrong rejected (a/o/op) | best threshold "
+            "| right kept | wrong rejected (a/o/op) | s/call | prefilled tok/call "
+            "| step tok/call |")
+    lines = [head, "|---|" + "--:|" * (head.count("|") - 2)]
+    for row in rows:
+        au = row["auroc"]
+        cells = [row["variant"]] + [f"{au[k]:.3f}" if au[k] is not None else "–"
+                                    for k in (*KINDS, "all")]
+        for name in ("default", "best"):
+            d = row.get(name)
+            if d is None:
+                cells += ["–", "–", "–"]
+                continue
+            rej = "/".join(_pct(d["rejected_wrong"].get(k)) for k in KINDS)
+            cells += [f"{d['threshold']:g}", _pct(d["kept_right"]), rej]
+        cells += [f"{row['seconds_per_call']:.2f}" if "seconds_per_call" in row else "–",
+                  f"{row['prefilled_per_call']:.0f}" if "prefilled_per_call" in row else "–",
+                  f"{row['step_tokens_per_call']:.0f}" if "step_tokens_per_call" in row
+                  else "–"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_roc(records: Sequence[dict[str, Any]], path: Path) -> Path | None:
+    """ROC curves, one panel per corruption kind (None when matplotlib is missing)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    kinds = {r["example"]: r["kind"] for r in records}
+    fig, axes = plt.subplots(1, len(KINDS), figsize=(5 * len(KINDS), 4.6), sharey=True)
+    for ax, kind in zip(axes, KINDS, strict=True):
+        for variant in VARIANTS:
+            if "average" in variant or variant.startswith("score-reference (g"):
+                continue
+            scores = variant_scores(records, variant)
+            right = [s for e, s in scores.items() if kinds[e] == "correct"]
+            wrong = [s for e, s in scores.items() if kinds[e] == kind]
+            if not right or not wrong:
+                continue
+            xs, ys = zip(*roc_points(right, wrong), strict=True)
+            ax.plot(xs, ys, label=f"{variant} ({auroc(right, wrong):.2f})", linewidth=1.4)
+        ax.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1)
+        ax.set_title(f"right vs {kind} errors")
+        ax.set_xlabel("wrong steps kept (FPR)")
+        ax.legend(fontsize=7, loc="lower right")
+    axes[0].set_ylabel("right steps kept (TPR)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_judge_report(out: Path) -> list[Path]:
+    """Write ``summary.md``, ``summary.json`` and ``roc.png`` of a judge-benchmark folder."""
+    records = read_records(out / "results.jsonl")
+    rows = summarise(records)
+    problems = len({r["problem_id"] for r in records})
+    text = (f"# Judge benchmark ({problems} GSM8K train problems, "
+            f"{len({r['example'] for r in records})} examples)\n\n" + markdown(rows))
+    paths = [out / "summary.md", out / "summary.json"]
+    paths[0].write_text(text, encoding="utf-8")
+    paths[1].write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+    png = plot_roc(records, out / "roc.png")
+    return paths + ([png] if png else [])

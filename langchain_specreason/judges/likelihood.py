@@ -1,0 +1,165 @@
+"""``likelihood`` and ``confidence``: how probable a model finds the draft step, token by token.
+
+``likelihood`` asks the **base** model: the step is scored by the base server's
+log-probabilities of its tokens after the prefix (vLLM ``prompt_logprobs``: one forward pass,
+no decoding). A wrong number or operator is a token the base model would not have written, so
+it stands out even when the base model, asked for a 0-9 rating, calls everything 9.
+
+``confidence`` asks the **draft** model: the log-probabilities it gave its own tokens while
+writing the step (returned with the draft step; no extra call at all).
+
+Both aggregate the token log-probabilities of the step into one score (``mean``: the average,
+``min``: the least likely token) and keep the step when the score is at least the threshold
+(a log-probability, so at most 0).
+
+Prefill: the prompt is the conversation, the kept steps and the draft step, as token ids. The
+conversation and the kept steps were prefilled by the previous judge call, so with the
+project's vLLM plugin (:mod:`~..serving.vllm_plugin`) the server reads them from its prefix
+cache and prefills only the step and the tail of the last cache block. Without the plugin the
+same request still works; vLLM then prefills the whole prompt.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from ..config import Aggregate
+from ..endpoint import TokenScorer
+from ..formats import PromptFormat, continue_messages
+from .base import Score, StepContext, Verdict
+
+
+def aggregate(logprobs: Sequence[float], how: Aggregate) -> float:
+    """One score from token log-probabilities (an empty step scores 0: nothing unlikely)."""
+    if not logprobs:
+        return 0.0
+    if how == "min":
+        return min(logprobs)
+    return math.fsum(logprobs) / len(logprobs)
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the common prefix of two token-id lists."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class LikelihoodScorer:
+    """Rates a step by a served model's log-probabilities of its tokens after the prefix."""
+
+    def __init__(self, endpoint: TokenScorer, fmt: PromptFormat, *,
+                 how: Aggregate = "mean", read_cache: bool = True) -> None:
+        self.endpoint = endpoint
+        self.fmt = fmt
+        self.how = how
+        self.read_cache = read_cache
+        self._prefixes: OrderedDict[str, list[int]] = OrderedDict()
+        self._seen: OrderedDict[tuple[int, ...], list[float | None]] = OrderedDict()
+
+    async def _ids(self, conversation: list[dict[str, Any]], steps: Sequence[str]) -> list[int]:
+        messages, cont = continue_messages(conversation, self.fmt, steps)
+        return await self.endpoint.tokenize(messages, continue_final=cont)
+
+    async def _prefix_ids(self, conversation: list[dict[str, Any]],
+                          steps: Sequence[str]) -> list[int]:
+        key = repr((conversation, list(steps)))
+        ids = self._prefixes.get(key)
+        if ids is None:
+            ids = await self._ids(conversation, steps)
+            self._prefixes[key] = ids
+            while len(self._prefixes) > 16:
+                self._prefixes.popitem(last=False)
+        return ids
+
+    def _remember(self, ids: list[int], logprobs: list[float | None]) -> None:
+        self._seen[tuple(ids)] = logprobs
+        while len(self._seen) > 32:
+            self._seen.popitem(last=False)
+
+    def _recall(self, ids: list[int], position: int) -> float | None:
+        """The logprob of ``ids[position]`` from an earlier call that computed it, if any."""
+        for seen, logprobs in reversed(self._seen.items()):
+            if (len(seen) > position and logprobs[position] is not None
+                    and common_prefix(seen, ids) > position):
+                return logprobs[position]
+        return None
+
+    async def score(
+        self, conversation: list[dict[str, Any]], steps: Sequence[str], step: str
+    ) -> Score:
+        """The aggregated log-probability of ``step``'s tokens after ``steps``."""
+        prefix = await self._prefix_ids(conversation, steps)
+        full = await self._ids(conversation, [*steps, step])
+        start = max(common_prefix(prefix, full), 1)
+        done = await self.endpoint.prompt_logprobs(full, read_cache=self.read_cache)
+        logprobs = list(done.logprobs)
+        # positions of the step read from the cache: an earlier call computed them
+        for position in range(start, len(logprobs)):
+            if logprobs[position] is None:
+                logprobs[position] = self._recall(full, position)
+        seconds, recomputed = done.seconds, False
+        if any(lp is None for lp in logprobs[start:]):
+            # cached by a call this scorer did not see: score the prompt without the cache
+            done = await self.endpoint.prompt_logprobs(full, read_cache=False)
+            seconds += done.seconds
+            logprobs, recomputed = list(done.logprobs), True
+        self._remember(full, logprobs)
+        self._prefixes[repr((conversation, [*steps, step]))] = full
+        values = [lp for lp in logprobs[start:] if lp is not None]
+        detail: dict[str, Any] = {
+            "aggregate": self.how, "step_tokens": len(full) - start,
+            "mean_logprob": round(aggregate(values, "mean"), 4),
+            "min_logprob": round(aggregate(values, "min"), 4),
+            "token_logprobs": [round(v, 3) for v in values],
+        }
+        if recomputed:
+            detail["recomputed"] = True
+        return Score(value=aggregate(values, self.how), seconds=seconds,
+                     prompt_tokens=done.prompt_tokens, cached_tokens=done.cached_tokens,
+                     detail=detail)
+
+
+class LikelihoodJudge:
+    """``likelihood``: keep the step when the base model finds it likely enough."""
+
+    def __init__(self, endpoint: TokenScorer, fmt: PromptFormat, *, threshold: float,
+                 how: Aggregate = "mean") -> None:
+        self.scorer = LikelihoodScorer(endpoint, fmt, how=how)
+        self.threshold = threshold
+
+    async def judge(self, ctx: StepContext) -> Verdict:
+        """Score the step's tokens under the base model and compare with the threshold."""
+        s = await self.scorer.score(ctx.conversation, ctx.steps, ctx.step)
+        return Verdict(score=s.value, accept=s.value >= self.threshold, seconds=s.seconds,
+                       prompt_tokens=s.prompt_tokens, cached_tokens=s.cached_tokens,
+                       detail=s.detail)
+
+
+class ConfidenceJudge:
+    """``confidence``: keep the step when the draft model was confident writing it.
+
+    Reads :attr:`~.base.StepContext.step_logprobs` (the graph asks the draft server for them);
+    no server call. A step without them is kept (nothing to judge by) and says so.
+    """
+
+    def __init__(self, *, threshold: float, how: Aggregate = "mean") -> None:
+        self.threshold = threshold
+        self.how = how
+
+    async def judge(self, ctx: StepContext) -> Verdict:
+        """Aggregate the draft's own token log-probabilities and compare with the threshold."""
+        if ctx.step_logprobs is None:
+            return Verdict(score=0.0, accept=True, detail={"missing_logprobs": True})
+        values = list(ctx.step_logprobs)
+        value = aggregate(values, self.how)
+        return Verdict(score=value, accept=value >= self.threshold,
+                       detail={"aggregate": self.how, "step_tokens": len(values),
+                               "mean_logprob": round(aggregate(values, "mean"), 4),
+                               "min_logprob": round(aggregate(values, "min"), 4)})

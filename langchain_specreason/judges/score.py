@@ -1,0 +1,116 @@
+"""``score``: SpecReason's judge. The base model rates the draft step 0-9 in one forward pass.
+
+The base model reads the prefix and the draft step, is asked in a follow-up turn to rate the
+last step, and its reply is pre-filled so that the next token is the digit: one output token,
+read from its logprobs (``greedy``: the sampled digit; ``average``: the probability-weighted
+mean of the digits among the top logprobs), then compared with the threshold.
+
+Two wordings of the follow-up turn: ``short`` (ours: a short turn, prefilled on every call) and
+``reference`` (the SpecReason reference implementation's question and prefill, word for word,
+so that faithful SpecReason stays reproducible).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..config import ScoreMethod, Wording
+from ..endpoint import ChatRequest, Endpoint
+from ..formats import PromptFormat
+from ..scoring import average_score, greedy_score
+from .base import Score, StepContext, Verdict
+
+JUDGE_QUESTION = (
+    "Rate only the last paragraph of your reply above: is it factually correct and "
+    "logically sound? Answer with one digit, 0 (wrong) to 9 (certainly right)."
+)
+"""The ``short`` follow-up turn. Short on purpose: it is prefilled on every judge call."""
+
+JUDGE_PREFILL = "Score: "
+"""The pre-filled start of the ``short`` judge's reply; the next token is the digit."""
+
+WORDINGS: dict[str, tuple[str, str]] = {
+    "short": (JUDGE_QUESTION, JUDGE_PREFILL),
+    "reference": (
+        "Evaluate the last reasoning step solely based on factual correctness and logical "
+        "validity. Ignore style, phrasing, or overall usefulness\u2014only judge whether the "
+        "step is objectively correct and logically follows from prior steps. Assign a score "
+        "from 0 to 9.",
+        "<think>I think the quality score is: ",
+    ),
+}
+"""Follow-up question and reply prefill of each wording."""
+
+
+def judge_messages(
+    conversation: list[dict[str, Any]], fmt: PromptFormat, steps: Sequence[str], step: str,
+    wording: Wording = "short",
+) -> list[dict[str, Any]]:
+    """The judge prompt: the reply so far (thinking left open), the question, the prefill."""
+    question, prefill = WORDINGS[wording]
+    return [
+        *conversation,
+        {"role": "assistant", "content": fmt.render([*steps, step])},
+        {"role": "user", "content": question},
+        {"role": "assistant", "content": prefill},
+    ]
+
+
+class BaseModelScorer:
+    """The base model rates a step 0-9 in one forward pass (one token, top logprobs)."""
+
+    def __init__(self, endpoint: Endpoint, fmt: PromptFormat, *,
+                 method: ScoreMethod = "greedy", top_logprobs: int = 10,
+                 wording: Wording = "short") -> None:
+        self.endpoint = endpoint
+        self.fmt = fmt
+        self.method = method
+        self.top_logprobs = top_logprobs
+        self.wording = wording
+
+    async def score(
+        self, conversation: list[dict[str, Any]], steps: Sequence[str], step: str
+    ) -> Score:
+        """Ask the base model for one token and read the score from it."""
+        done = await self.endpoint.complete(ChatRequest(
+            messages=judge_messages(conversation, self.fmt, steps, step, self.wording),
+            max_tokens=1, continue_final=True, temperature=0.0,
+            top_logprobs=self.top_logprobs,
+        ))
+        if self.method == "average":
+            value = average_score(done.top_logprobs)
+        else:
+            value = greedy_score(done.text)
+        return Score(
+            value=value, seconds=done.seconds, prompt_tokens=done.prompt_tokens,
+            cached_tokens=done.cached_tokens,
+            detail={"token": done.text,
+                    "top_logprobs": [[t, round(lp, 4)] for t, lp in done.top_logprobs[:10]]},
+        )
+
+
+class BaseModelJudge:
+    """SpecReason's judge: the base model scores the step; kept when score >= threshold."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        fmt: PromptFormat,
+        *,
+        threshold: float = 7.0,
+        method: ScoreMethod = "greedy",
+        top_logprobs: int = 10,
+        wording: Wording = "short",
+    ) -> None:
+        self.scorer = BaseModelScorer(endpoint, fmt, method=method, top_logprobs=top_logprobs,
+                                      wording=wording)
+        self.threshold = threshold
+
+    async def judge(self, ctx: StepContext) -> Verdict:
+        """Score the draft step with the base model and compare with the threshold."""
+        s = await self.scorer.score(ctx.conversation, ctx.steps, ctx.step)
+        return Verdict(
+            score=s.value, accept=s.value >= self.threshold, seconds=s.seconds,
+            prompt_tokens=s.prompt_tokens, cached_tokens=s.cached_tokens, detail=s.detail,
+        )
