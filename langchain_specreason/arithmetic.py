@@ -1,32 +1,29 @@
 r"""A model-free arithmetic judge: recompute the equations a reasoning step writes.
 
-:func:`check_step` finds every ``expression = number`` in a step (``"Natalia sold 48/2 = 24
-clips"``), evaluates the left side with :func:`safe_eval` (an ``ast`` walk, never ``eval``) and
-compares it with the stated number. It is conservative: it checks only what it parses
-unambiguously, and says ``"unsure"`` when it found nothing to check.
+:func:`check_step` finds each ``expression = number`` in a step ("Natalia sold 48/2 = 24
+clips"), evaluates the left side with :func:`safe_eval` (an ``ast`` walk, never ``eval``) and
+compares it with the stated number. It checks only what it parses unambiguously and says
+``"unsure"`` when it found nothing to check.
 
-Recognised: numbers ``48``, ``1,000``, ``3.5``, ``.5``, ``$12``; ``+ - − * / × ÷ ·``, ``x``
-between two numbers (``3 x 4``; never a variable), LaTeX ``\times \cdot \div \frac{a}{b}``,
-parentheses, and the wrappers ``\( \) \[ \] $ \text{} \boxed{}`` and ``**bold**``. A word, unit,
-newline or other punctuation ends an expression ("3 apples and 5 + 2 = 7 pears" gives
-``5 + 2 = 7``); words or punctuation may follow the stated number (``= 24 clips.``, ``= $60.``;
-``= 24.`` is 24). In a chain ``a = b = c`` each link whose left side has a binary operator and
-whose right side is a lone, possibly negative, number is checked.
+Read: numbers ``48 1,000 3.5 .5 $12``; ``+ - − * / × ÷ ·``; ``x`` between two numbers (never a
+variable); LaTeX ``\times \cdot \div \frac{a}{b}``; parentheses; the wrappers ``\( \) \[ \] $
+\text{} \boxed{} **bold**``. A word, unit, newline or other punctuation ends an expression
+("3 apples and 5 + 2 = 7 pears" gives ``5 + 2 = 7``); words or punctuation may follow the stated
+number (``= $60.``; ``= 24.`` is 24). Each link of a chain ``a = b = c`` whose left side has a
+binary operator and whose right side is a lone, maybe negative, number is checked.
 
-Never judged: a left side without a binary operator (``x = 7``, ``Total = 7``, ``6 = 6`` in
-``2*3 = 6 = 6``); anything with ``%``; a right side that is not a lone number (``= 12 + 0``);
-an expression touching a letter, ``^ _ \ ! |``, a superscript, ``√`` or a dash (``x2 + 1``,
-``2^3 + 1``, ``= 3!``, ``= 3:45``, ``= 1,5``); a leading minus after a word or ``)``
-(``x - 3 = 4``); numbers side by side (``1 000 + 2``); implicit products (``2(3 + 4)``);
-parentheses mixing prose and numbers (``2 * (3 + 4 = 14)``).
+Never judged: left sides without a binary operator (``x = 7``, ``Total = 7``); anything with
+``%``; right sides that are not a lone number (``= 12 + 0``); expressions touching a letter,
+``^ _ \ ! |``, a superscript, ``√``, a dash, a time or a decimal comma (``x2 + 1``,
+``2^3 + 1``, ``= 3:45``, ``= 1,5``); a leading minus after a word or ``)`` (``x - 3 = 4``);
+numbers side by side (``1 000``); implicit products (``2(3 + 4)``); parentheses mixing prose and
+numbers (``2 * (3 + 4 = 14)``).
 
 Tolerance: a stated number showing ``d > 0`` decimals is right if it is the value rounded to
-``d`` decimals, either way on a tie (``10/3 = 3.33``, ``10/3 = 3.3``, ``1/3 = 0.33`` pass,
-``2/3 = 0.66`` fails); any stated number is right if ``|value - stated| <= 1e-6 * max(1,
-|value|)``. A whole number is never taken as a rounding: ``10/3 = 3`` is wrong.
-
-Limitations: English number format only (``1.000`` is one, ``3,5`` two numbers); a hyphen
-between numbers is a minus (``pages 10-12 = 3`` is judged); ``[ ]`` do not group.
+``d`` decimals, either way on a tie (``10/3 = 3.3``, ``1/3 = 0.33`` pass; ``2/3 = 0.66`` fails);
+any is right if ``|value - stated| <= 1e-6 * max(1, |value|)``. A whole number is never a
+rounding: ``10/3 = 3`` is wrong. Limitations: English number format only (``1.000`` is one); a
+hyphen between numbers is a minus (``pages 10-12 = 3`` is judged); ``[ ]`` do not group.
 """
 
 from __future__ import annotations
@@ -231,17 +228,17 @@ def check_step(text: str) -> ArithmeticCheck:
     return ArithmeticCheck(tuple(find_equations(text)))
 
 
-def _eval(node: ast.expr) -> float | None:
-    constant = node.value if isinstance(node, ast.Constant) else None
-    if isinstance(constant, int | float) and not isinstance(constant, bool):
-        return float(constant)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        inner = _eval(node.operand)
-        return None if inner is None else -inner
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        left, right = _eval(node.left), _eval(node.right)
-        return None if left is None or right is None else _BINOPS[type(node.op)](left, right)
-    return None
+def _eval(node: ast.expr) -> float:
+    match node:
+        case ast.Constant(value=bool()):
+            pass
+        case ast.Constant(value=int() | float() as number):
+            return float(number)
+        case ast.UnaryOp(op=ast.USub(), operand=operand):
+            return -_eval(operand)
+        case ast.BinOp(left=left, op=op, right=right) if type(op) in _BINOPS:
+            return _BINOPS[type(op)](_eval(left), _eval(right))
+    raise ValueError("not plain arithmetic")
 
 
 def safe_eval(expression: str) -> float | None:
@@ -256,4 +253,4 @@ def safe_eval(expression: str) -> float | None:
         value = _eval(ast.parse(expression.strip(), mode="eval").body)
     except (SyntaxError, ValueError, ZeroDivisionError, OverflowError, RecursionError, MemoryError):
         return None
-    return value if value is not None and math.isfinite(value) else None
+    return value if math.isfinite(value) else None

@@ -22,6 +22,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from ..config import SpecReasonConfig
 from ..errors import ConfigError
 from ..serving.profiles import load_profile
 from .datasets import GRADERS, Problem, is_file_dataset, load_problems
@@ -36,6 +37,8 @@ from .modes import (
     Run,
     expand_runs,
     group_by_variant,
+    parse_judges,
+    parse_logprob_thresholds,
     parse_modes,
     parse_score_methods,
     parse_taus,
@@ -87,6 +90,14 @@ def add_parser(subparsers: Any) -> None:
                       help="SpecReason threshold 0-10; a comma list sweeps (default: 7)")
     runs.add_argument("--score-method", default="greedy",
                       help=f"{' or '.join(SCORE_METHODS)}; a comma list sweeps")
+    runs.add_argument("--judge", default="score",
+                      help="SpecReason modes: judge name(s), comma list; a+b cascades "
+                           "(score, likelihood, confidence, arithmetic; default: score)")
+    runs.add_argument("--logprob-threshold", default=str(SpecReasonConfig.likelihood_threshold),
+                      help="likelihood/confidence judges: log-probability threshold(s) <= 0; "
+                           "write --logprob-threshold=-0.5,-1 for a list")
+    runs.add_argument("--logprob-aggregate", default="mean", choices=["mean", "min"],
+                      help="likelihood/confidence judges: mean or least token log-probability")
     runs.add_argument("--tau", default="0.5",
                       help="Arbitrage router threshold on p(escalate), 0-1; a comma list sweeps")
     runs.add_argument("--oracle-tau", type=float, default=0.0,
@@ -121,6 +132,7 @@ def generation_settings(args: argparse.Namespace) -> BenchSettings:
         budget=args.budget, step_max_tokens=args.step_max_tokens,
         answer_max_tokens=args.answer_max_tokens, temperature=args.temperature, seed=args.seed,
         family=args.family or load_profile(args.profile).family, lookahead=args.lookahead,
+        logprob_aggregate=getattr(args, "logprob_aggregate", "mean"),
     )
 
 
@@ -146,7 +158,8 @@ def make_plan(args: argparse.Namespace) -> Plan:
     """Parse and validate the flags, load the problems (raises typed errors)."""
     all_runs = expand_runs(parse_modes(args.modes), parse_thresholds(args.threshold),
                            parse_score_methods(args.score_method), parse_taus(args.tau),
-                           args.oracle_tau, args.sd_variant)
+                           args.oracle_tau, args.sd_variant, parse_judges(args.judge),
+                           parse_logprob_thresholds(args.logprob_threshold))
     source = ServerSource(args.profile, args.draft_url, args.base_url, args.sd_base_url,
                           args.router_url, args.router_model)
     groups = group_by_variant(all_runs)

@@ -377,7 +377,7 @@ def _number_pattern(text: str) -> str:
     whole = whole.lstrip("0")
     decimals = decimals.rstrip("0")
     if whole:
-        groups = []
+        groups: list[str] = []
         while whole:
             groups.insert(0, whole[-3:])
             whole = whole[:-3]
@@ -390,6 +390,11 @@ def _number_pattern(text: str) -> str:
 
 
 def _expression_pattern(tokens: Sequence[_Token]) -> re.Pattern[str]:
+    """A regex for the expression as the text shows it, one named group ``t<i>`` per token.
+
+    Allows spaces, ``$`` before numbers, ``x`` or ``×`` for ``*``, dashes for ``-``, other ways
+    of writing a number, and up to three unit words after an operand ("5 snakes/jaguar * 6").
+    """
     parts = []
     for index, token in enumerate(tokens):
         if token.kind == "num":
@@ -446,8 +451,9 @@ def _rewrite(
     new_value: Fraction,
     changes: dict[int, tuple[str, str]] | None = None,
 ) -> str:
-    """``line`` with the site's result set to ``new_value`` and token ``i`` set to
-    ``changes[i] = (annotation text, visible text)``, in the annotation and the visible text.
+    """``line`` with the site's result set to ``new_value``, in the annotation and the text.
+
+    ``changes[i] = (annotation text, visible text)`` also replaces expression token ``i``.
     """
     changes = changes or {}
     expr = site.ann.expr
@@ -456,7 +462,7 @@ def _rewrite(
         expr = expr[: token.start] + changes[index][0] + expr[token.end :]
     edits = [(site.ann.start, site.ann.end, f"<<{expr}={format_number(new_value)}>>")]
     start, end = site.result
-    edits.append((start, end, _like(format_number(new_value), line[start:end])))
+    pass
     if changes:
         assert site.visible is not None
         for index, (_, shown) in changes.items():
@@ -477,8 +483,8 @@ def _wrong_number(value: Fraction, rng: random.Random) -> Fraction:
         if rng.random() < 0.5:
             delta = rng.randint(1, 9) * step
             sign = rng.choice((1, -1))
-            if value >= 0 and value - delta < 0:
-                sign = 1
+            if (value >= 0) != (value + sign * delta >= 0):
+                sign = -sign  # keep the sign
             new = value + sign * delta
         else:
             text = format_number(abs(value))

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..config import JUDGES, parse_judge
 from ..errors import ConfigError
 
 MODES: tuple[str, ...] = ("base", "draft", "specreason", "sd", "specreason+sd", "arbitrage",
@@ -49,6 +50,9 @@ class Run:
     score_method: str | None = None
     variant: str | None = None
     """The base server's profile variant (``sd`` modes only; ``None``: the plain profile)."""
+    judge: str | None = None
+    """SpecReason modes: the judge when it is not ``score`` (``threshold`` is then on that
+    judge's scale: a log-probability for ``likelihood`` and ``confidence``)."""
 
     @property
     def label(self) -> str:
@@ -56,6 +60,8 @@ class Run:
         mode = self.mode
         if self.variant not in (None, DEFAULT_SD_VARIANT):
             mode = f"{mode}[{self.variant}]"
+        if self.judge is not None:
+            mode = f"{mode} {self.judge}"
         if self.threshold is None:
             return mode
         if self.mode not in SPECREASON_MODES:
@@ -63,15 +69,17 @@ class Run:
         method = "" if self.score_method in (None, "greedy") else f" {self.score_method}"
         return f"{mode} t={self.threshold:g}{method}"
 
-    def key(self, problem_id: str) -> tuple[str, float | None, str | None, str | None, str]:
+    def key(self, problem_id: str) -> tuple[str, float | None, str | None, str | None,
+                                            str | None, str]:
         """The resume key of this run on one problem."""
-        return (self.mode, self.threshold, self.score_method, self.variant, str(problem_id))
+        return (self.mode, self.threshold, self.score_method, self.variant, self.judge,
+                str(problem_id))
 
-    def sort_key(self) -> tuple[int, float, str, str]:
+    def sort_key(self) -> tuple[int, str, float, str, str]:
         """Table order: modes in :data:`MODES` order, then threshold, score method, variant."""
         return (MODES.index(self.mode) if self.mode in MODES else len(MODES),
-                -1.0 if self.threshold is None else self.threshold, self.score_method or "",
-                self.variant or "")
+                self.judge or "", -1.0 if self.threshold is None else self.threshold,
+                self.score_method or "", self.variant or "")
 
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> Run:
@@ -79,8 +87,10 @@ class Run:
         threshold = record.get("threshold")
         mode = str(record["mode"])
         variant = (record.get("variant") or DEFAULT_SD_VARIANT) if mode in SD_MODES else None
+        judge = record.get("judge")
         return cls(mode, None if threshold is None else float(threshold),
-                   record.get("score_method"), variant)
+                   record.get("score_method") if judge in (None, "score") else None, variant,
+                   None if judge in (None, "score") else str(judge))
 
 
 def _items(text: str) -> list[str]:
@@ -99,15 +109,15 @@ def parse_modes(text: str) -> list[str]:
 
 
 def _parse_numbers(text: str, *, name: str, high: float, out_of_range: str,
-                   empty: str) -> list[float]:
-    """Numbers of a comma list, each in ``[0, high]``, duplicates removed; ConfigError else."""
+                   empty: str, low: float = 0.0) -> list[float]:
+    """Numbers of a comma list, each in ``[low, high]``, duplicates removed; ConfigError else."""
     values: list[float] = []
     for part in _items(text):
         try:
             value = float(part)
         except ValueError:
             raise ConfigError(f"{name} {part!r} is not a number") from None
-        if not 0 <= value <= high:
+        if not low <= value <= high:
             raise ConfigError(f"{out_of_range}, got {part}")
         values.append(value)
     if not values:
@@ -141,20 +151,51 @@ def parse_taus(text: str) -> list[float]:
                           empty="--tau is empty; give a probability or a comma list")
 
 
+def parse_judges(text: str) -> list[str]:
+    """Judge names of a comma list (each may be a cascade ``a+b``); ConfigError if unknown."""
+    names = list(dict.fromkeys(_items(text)))
+    if not names:
+        raise ConfigError(f"--judge is empty; judges: {', '.join(JUDGES)}")
+    for name in names:
+        parse_judge(name)
+    return names
+
+
+def parse_logprob_thresholds(text: str) -> list[float]:
+    """Log-probability thresholds of a comma list (each <= 0)."""
+    return _parse_numbers(text, name="log-probability threshold", low=float("-inf"), high=0,
+                          out_of_range="a log-probability threshold is at most 0",
+                          empty="--logprob-threshold is empty; give a number <= 0 or a list")
+
+
 def expand_runs(modes: Iterable[str], thresholds: Iterable[float],
                 score_methods: Iterable[str], taus: Iterable[float] = (0.5,),
-                oracle_tau: float = 0.0, sd_variant: str = DEFAULT_SD_VARIANT) -> list[Run]:
+                oracle_tau: float = 0.0, sd_variant: str = DEFAULT_SD_VARIANT,
+                judges: Iterable[str] = ("score",),
+                logprob_thresholds: Iterable[float] = (-0.5,)) -> list[Run]:
     """The runs of a plan, in the given mode order.
 
-    One per baseline mode; one per threshold and score method for SpecReason modes; one per
-    ``tau`` for ``arbitrage``; one for ``oracle``. The ``sd`` modes run on ``sd_variant``.
+    One per baseline mode; for SpecReason modes one per judge and, for the ``score`` judge,
+    per threshold and score method, for ``likelihood``/``confidence`` per log-probability
+    threshold (``arithmetic`` alone has none); one per ``tau`` for ``arbitrage``; one for
+    ``oracle``. The ``sd`` modes run on ``sd_variant``.
     """
     thresholds, score_methods, taus = list(thresholds), list(score_methods), list(taus)
+    logprob_thresholds = list(logprob_thresholds)
     runs: list[Run] = []
     for mode in modes:
         variant = sd_variant if mode in SD_MODES else None
         if mode in SPECREASON_MODES:
-            runs += [Run(mode, t, m, variant) for t in thresholds for m in score_methods]
+            for judge in judges:
+                last = parse_judge(judge)[-1]
+                if last == "score":
+                    named = None if judge == "score" else judge
+                    runs += [Run(mode, t, m, variant, named)
+                             for t in thresholds for m in score_methods]
+                elif last == "arithmetic":
+                    runs.append(Run(mode, None, None, variant, judge))
+                else:
+                    runs += [Run(mode, t, None, variant, judge) for t in logprob_thresholds]
         elif mode == "arbitrage":
             runs += [Run(mode, tau) for tau in taus]
         elif mode == "oracle":

@@ -23,7 +23,7 @@ from tqdm import tqdm
 from ..arbitrage.features import ROUTER_CONFIG
 from ..arbitrage.local import LocalClassifier
 from ..baselines import SingleModelRun, single_model
-from ..config import SpecReasonConfig
+from ..config import THRESHOLD_FIELDS, SpecReasonConfig, parse_judge
 from ..endpoint import Endpoint, OpenAIEndpoint
 from ..errors import ConfigError, ContextLengthError
 from ..formats import get_format, to_openai_messages
@@ -74,12 +74,18 @@ class BenchSettings:
     family: str = "instruct"
     lookahead: bool = True
     """SpecReason modes draft the next step while the judge reads (``--no-lookahead``: not)."""
+    logprob_aggregate: str = "mean"
+    """``likelihood``/``confidence`` judges: ``mean`` or ``min`` token log-probability."""
 
     def config(self, run: Run) -> SpecReasonConfig:
         """The SpecReason config of ``run`` (baselines use its budget and sampling)."""
         extra: dict[str, Any] = {}
-        if run.threshold is not None and run.mode in SPECREASON_MODES:
-            extra["threshold"] = run.threshold
+        if run.mode in SPECREASON_MODES:
+            judge = run.judge or "score"
+            extra.update(judge=judge, logprob_aggregate=self.logprob_aggregate)
+            field = THRESHOLD_FIELDS.get(parse_judge(judge)[-1])
+            if run.threshold is not None and field is not None:
+                extra[field] = run.threshold
         if run.score_method is not None:
             extra["score_method"] = run.score_method
         return SpecReasonConfig(
@@ -181,8 +187,9 @@ class Solver:
     async def prefill_floor(self, messages: list[dict[str, Any]],
                             steps: Sequence[StepRecord]) -> int | None:
         """The judge calls' prefill floor (SpecReason's base-model judge on a vLLM server)."""
-        if self.run.mode not in SPECREASON_MODES or not isinstance(self.base, OpenAIEndpoint):
-            return None
+        if (self.run.mode not in SPECREASON_MODES or self.run.judge is not None
+                or not isinstance(self.base, OpenAIEndpoint)):
+            return None  # the floor of the score judge's calls
         return await judge_prefill_floor(self.base, to_openai_messages(messages),
                                          get_format(self.family), steps)
 
@@ -199,6 +206,7 @@ class Solver:
         return {
             "mode": self.run.mode, "threshold": self.run.threshold,
             "score_method": self.run.score_method, "problem_id": problem.id,
+            "judge": self.config.judge if self.run.mode in SPECREASON_MODES else None,
             "correct": graded.correct, "prediction": graded.prediction, "gold": problem.gold,
             "grader": problem.grader, "latency_s": stats.wall_s, **stats.as_dict(),
             "judge_floor_tokens": got.judge_floor_tokens,

@@ -42,7 +42,7 @@ def test_thresholds_sweep_only_specreason_modes():
                     Run("specreason", 9.0, "greedy"), Run("specreason+sd", 5.0, "greedy", "sd"),
                     Run("specreason+sd", 9.0, "greedy", "sd")]
     assert Run("specreason", 7.0, "average").label == "specreason t=7 average"
-    assert Run("base").key("p1") == ("base", None, None, None, "p1")
+    assert Run("base").key("p1") == ("base", None, None, None, None, "p1")
 
 
 def test_sd_runs_on_different_speculators_are_different_runs():
