@@ -462,7 +462,7 @@ def _rewrite(
         expr = expr[: token.start] + changes[index][0] + expr[token.end :]
     edits = [(site.ann.start, site.ann.end, f"<<{expr}={format_number(new_value)}>>")]
     start, end = site.result
-    pass
+    edits.append((start, end, _like(format_number(new_value), line[start:end])))
     if changes:
         assert site.visible is not None
         for index, (_, shown) in changes.items():

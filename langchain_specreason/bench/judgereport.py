@@ -108,7 +108,7 @@ def best_threshold(right: Sequence[float], wrong: Sequence[float]) -> float:
 def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per variant with results: AUROC per kind, decisions, costs."""
     kinds = {r["example"]: r["kind"] for r in records}
-    first = {r["example"]: r for r in records if r["kind"] == "correct"}
+    first = [r for r in records if r["kind"] == "correct"]
     rows = []
     for variant, (measure, _read, check) in VARIANTS.items():
         scores = variant_scores(records, variant)
@@ -128,7 +128,7 @@ def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                          "kept_right": sum(s >= t for s in right) / len(right),
                          "rejected_wrong": {k: sum(s < t for s in v) / len(v)
                                             for k, v in wrong_by.items() if v}}
-        costs = [r for e, r in first.items() if r["measure"] == measure and e in scores]
+        costs = [r for r in first if r["measure"] == measure and r["example"] in scores]
         if check is not None:  # the model judge runs only on steps the check let through
             let_through = [e for e in scores if scores[e] != REJECTED_BY_CHECK]
             row["model_calls_share"] = len(let_through) / len(scores)
@@ -138,7 +138,7 @@ def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             row["step_tokens_per_call"] = _mean([c.get("step_tokens") or 0 for c in costs])
             row["within_bound"] = _mean([_within(c, measure) for c in costs])
         elif measure == "arithmetic":
-            row["seconds_per_call"] = _mean([r["seconds"] for e, r in first.items()
+            row["seconds_per_call"] = _mean([r["seconds"] for r in first
                                              if r["measure"] == "arithmetic"])
             row["prefilled_per_call"] = 0.0
         rows.append(row)

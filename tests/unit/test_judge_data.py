@@ -417,6 +417,11 @@ def test_the_step_is_one_where_all_three_kinds_exist():
         assert examples[0].steps == ("She gives away half, so she keeps 10 stickers.\n\n",)
 
 
+def test_the_step_is_drawn_among_eligible_steps_with_the_seed():
+    positions = {build_examples([APPLES], seed=seed)[0][0].position for seed in range(20)}
+    assert positions == {0, 1, 2, 3}
+
+
 def test_operand_numbers_come_from_the_question_and_earlier_steps():
     for seed in range(5):
         examples, _ = build_examples(SAMPLES, seed=seed)

@@ -1,0 +1,87 @@
+"""The judge benchmark's metrics and report, on hand-made result lines."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from langchain_specreason.bench.judgebench import parse_measures
+from langchain_specreason.bench.judgereport import (
+    auroc,
+    best_threshold,
+    summarise,
+    variant_scores,
+    write_judge_report,
+)
+from langchain_specreason.errors import ConfigError
+from langchain_specreason.judges import REJECTED_BY_CHECK
+
+
+def test_auroc_counts_pairs_and_half_ties():
+    assert auroc([3, 4], [1, 2]) == 1.0
+    assert auroc([1, 2], [3, 4]) == 0.0
+    assert auroc([1], [1]) == 0.5
+    assert auroc([2, 0], [1]) == 0.5
+    assert auroc([], [1]) is None
+
+
+def test_best_threshold_maximises_balanced_accuracy():
+    assert best_threshold([5, 6, 7], [1, 2, 6]) == 5
+
+
+def line(measure, example, kind, scores, **extra):
+    return {"measure": measure, "example": f"{example}:{kind}", "problem_id": example,
+            "kind": kind, "scores": scores, "seconds": 0.5, "prompt_tokens": 100,
+            "cached_tokens": 64, "prefilled_tokens": 36, "step_tokens": 20, **extra}
+
+
+RECORDS = [
+    line("likelihood", "p1", "correct", {"mean": -0.2, "min": -1.0}),
+    line("likelihood", "p1", "arithmetic", {"mean": -0.3, "min": -4.0}),
+    line("likelihood", "p1", "operand", {"mean": -0.6, "min": -2.0}),
+    line("likelihood", "p1", "operation", {"mean": -0.1, "min": -3.0}),
+    line("arithmetic", "p1", "correct", {"verdict": 1.0}, prompt_tokens=0, cached_tokens=0,
+         prefilled_tokens=0),
+    line("arithmetic", "p1", "arithmetic", {"verdict": 0.0}),
+    line("arithmetic", "p1", "operand", {"verdict": 1.0}),
+    line("arithmetic", "p1", "operation", {"verdict": 1.0}),
+]
+
+
+def test_cascade_scores_rejected_steps_lowest_and_keeps_the_model_score_otherwise():
+    scores = variant_scores(RECORDS, "arithmetic+likelihood (mean)")
+    assert scores == {"p1:correct": -0.2, "p1:arithmetic": REJECTED_BY_CHECK,
+                      "p1:operand": -0.6, "p1:operation": -0.1}
+
+
+def test_summary_rows_per_kind_and_costs_from_the_correct_example():
+    rows = {r["variant"]: r for r in summarise(RECORDS)}
+    mean = rows["likelihood (mean)"]
+    assert mean["auroc"] == {"arithmetic": 1.0, "operand": 1.0, "operation": 0.0,
+                             "all": pytest.approx(2 / 3)}
+    assert rows["likelihood (min)"]["auroc"]["all"] == 1.0
+    cascade = rows["arithmetic+likelihood (mean)"]
+    assert cascade["auroc"]["arithmetic"] == 1.0
+    assert cascade["model_calls_share"] == 0.75
+    assert mean["prefilled_per_call"] == 36 and mean["within_bound"] == 1.0
+    # the default likelihood threshold decides kept and rejected shares
+    assert mean["default"]["kept_right"] == 1.0
+    assert mean["default"]["rejected_wrong"]["operand"] == 1.0
+
+
+def test_report_files(tmp_path):
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    paths = write_judge_report(tmp_path)
+    text = (tmp_path / "summary.md").read_text()
+    assert "| likelihood (min) | 1.000 | 1.000 | 1.000 | 1.000 |" in text
+    assert (tmp_path / "roc.png").stat().st_size > 1000
+    assert json.loads((tmp_path / "summary.json").read_text())[0]["variant"]
+    assert len(paths) == 3
+
+
+def test_unknown_measure_is_a_config_error():
+    with pytest.raises(ConfigError, match="unknown measure 'vibes'"):
+        parse_measures("likelihood,vibes")
+    with pytest.raises(ConfigError, match="--measures is empty"):
+        parse_measures(" , ")
