@@ -10,6 +10,11 @@ and the positions read from the cache carry no logprob (the client ignores them,
 many tokens were cached from the response's ``usage``). Requests without that key are left
 exactly as vLLM made them.
 
+vLLM allocates a prompt's logprob rows uninitialised and fills only the positions it computes;
+with cached positions left as they were, the server would detokenize garbage ids (and its
+output handler died on one, seen here). So the plugin also zero-fills those rows: cached
+positions then read as token 0 with logprob 0, which the client discards.
+
 vLLM loads the plugin in every process through the ``vllm.general_plugins`` entry point, as
 soon as this package is installed in the server's environment (``specreason serve`` is).
 Loading it twice is harmless.
@@ -24,6 +29,33 @@ _PATCHED = "_specreason_read_prefix_cache"
 
 
 def register() -> None:
+    """Patch the API server's request conversion and the workers' logprob rows (idempotent)."""
+    _patch_request()
+    _patch_logprob_rows()
+
+
+def _patch_logprob_rows() -> None:
+    """Zero-fill ``LogprobsTensors.empty_cpu`` (positions read from the cache stay valid)."""
+    try:
+        from vllm.v1.outputs import LogprobsTensors
+    except ImportError:
+        return
+    original = LogprobsTensors.empty_cpu
+    if getattr(original, _PATCHED, False):
+        return
+
+    def empty_cpu(num_positions: int, num_tokens_per_position: int) -> Any:
+        rows = original(num_positions, num_tokens_per_position)
+        rows.logprob_token_ids.zero_()
+        rows.logprobs.zero_()
+        rows.selected_token_ranks.zero_()
+        return rows
+
+    setattr(empty_cpu, _PATCHED, True)
+    LogprobsTensors.empty_cpu = staticmethod(empty_cpu)  # type: ignore[method-assign]
+
+
+def _patch_request() -> None:
     """Wrap ``CompletionRequest.to_sampling_params`` (the ``/v1/completions`` request)."""
     try:
         from vllm.entrypoints.openai.completion.protocol import CompletionRequest
