@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from types import FrameType
 
 from .catalog import CATALOG
+from .config import SpecReasonConfig
 from .errors import ConfigError, SpecReasonError
 
 DEFAULT_QUESTION = (
@@ -67,7 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="answer one question with SpecReason and the base alone")
     _add_server_flags(demo, "cpu")
     demo.add_argument("--question", default=DEFAULT_QUESTION)
-    demo.add_argument("--threshold", type=float, default=7.0)
+    demo.add_argument("--judge", default=SpecReasonConfig.judge,
+                      help=f"judge (default {SpecReasonConfig.judge}; see `specreason bench "
+                           "judges`)")
+    demo.add_argument("--threshold", type=float,
+                      help="the judge's threshold on its own scale (default: the judge's)")
     demo.add_argument("--budget", type=int, default=1024)
     demo.add_argument("--temperature", type=float, default=0.0)
     from .bench.command import add_parser as add_bench_parser

@@ -30,6 +30,15 @@ THRESHOLD_FIELDS: dict[str, str] = {"score": "threshold",
                                      "confidence": "confidence_threshold"}
 """The setting that holds each judge's threshold (``arithmetic`` has none)."""
 
+def judge_settings(judge: str, threshold: float | None = None) -> dict[str, Any]:
+    """Config fields selecting ``judge`` and, when given, its threshold on its own scale."""
+    settings: dict[str, Any] = {"judge": judge}
+    field = THRESHOLD_FIELDS.get(parse_judge(judge)[-1])
+    if threshold is not None and field is not None:
+        settings[field] = threshold
+    return settings
+
+
 DEFAULT_JUDGE = "score"
 """The judge of :class:`SpecReasonConfig` when none is named."""
 

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from .baselines import single_model
-from .config import SpecReasonConfig
+from .config import SpecReasonConfig, judge_settings
 from .console import print_event
 from .endpoint import OpenAIEndpoint
 from .errors import ConfigError
@@ -39,12 +39,13 @@ async def run_demo(args: argparse.Namespace) -> int:
             urls = launcher.urls
         draft = OpenAIEndpoint(urls["draft"], name="draft")
         base = OpenAIEndpoint(urls["base"], name="base")
-        config = SpecReasonConfig(threshold=args.threshold, budget=args.budget,
-                                  temperature=args.temperature, seed=0)
+        config = SpecReasonConfig(**judge_settings(args.judge, args.threshold),
+                                  budget=args.budget, temperature=args.temperature, seed=0)
         graph = create_specreason_graph(draft, base, config=config, family=profile.family)
         messages: list[Any] = [("user", args.question)]
         print(f"\nquestion: {args.question}\n\nSpecReason (draft {await draft.model_name()}, "
-              f"base {await base.model_name()}, threshold {config.threshold:g}):", flush=True)
+              f"base {await base.model_name()}, judge {config.judge}, threshold "
+              f"{config.judge_threshold()}):", flush=True)
         start = time.perf_counter()
         state: dict = {}
         async for mode, chunk in graph.astream({"messages": messages},

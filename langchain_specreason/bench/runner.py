@@ -23,7 +23,7 @@ from tqdm import tqdm
 from ..arbitrage.features import ROUTER_CONFIG
 from ..arbitrage.local import LocalClassifier
 from ..baselines import SingleModelRun, single_model
-from ..config import THRESHOLD_FIELDS, SpecReasonConfig, parse_judge
+from ..config import SpecReasonConfig, judge_settings
 from ..endpoint import Endpoint, OpenAIEndpoint
 from ..errors import ConfigError, ContextLengthError
 from ..formats import get_format, to_openai_messages
@@ -81,11 +81,8 @@ class BenchSettings:
         """The SpecReason config of ``run`` (baselines use its budget and sampling)."""
         extra: dict[str, Any] = {}
         if run.mode in SPECREASON_MODES:
-            judge = run.judge or "score"
-            extra.update(judge=judge, logprob_aggregate=self.logprob_aggregate)
-            field = THRESHOLD_FIELDS.get(parse_judge(judge)[-1])
-            if run.threshold is not None and field is not None:
-                extra[field] = run.threshold
+            extra.update(judge_settings(run.judge or "score", run.threshold),
+                         logprob_aggregate=self.logprob_aggregate)
         if run.score_method is not None:
             extra["score_method"] = run.score_method
         return SpecReasonConfig(
