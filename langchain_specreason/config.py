@@ -10,7 +10,7 @@ from .errors import ConfigError
 
 ScoreMethod = Literal["greedy", "average"]
 Wording = Literal["short", "reference"]
-Aggregate = Literal["mean", "min"]
+Aggregate = Literal["mean", "min", "math"]
 
 JUDGES: dict[str, str] = {
     "score": "the base model rates the step 0-9 in one token (SpecReason's judge); "
@@ -78,8 +78,9 @@ class SpecReasonConfig:
     """``confidence`` judge: keep a draft step when the draft model's aggregated
     log-probability of its own tokens is at least this."""
     logprob_aggregate: Aggregate = "mean"
-    """``likelihood`` and ``confidence``: ``mean`` of the step's token log-probabilities, or
-    ``min`` (the least likely token)."""
+    """``likelihood`` and ``confidence``: ``mean`` of the step's token log-probabilities,
+    ``min`` (the least likely token), or ``math`` (the least likely token holding a digit or an
+    operator; 0 for a step without any: wording alone is not judged)."""
     budget: int = 8192
     """Token budget: the trace stops once the kept steps hold this many tokens."""
     step_max_tokens: int = 512
@@ -120,8 +121,8 @@ class SpecReasonConfig:
         if self.judge_wording not in ("short", "reference"):
             raise ConfigError(f"judge_wording must be 'short' or 'reference', "
                               f"got {self.judge_wording!r}")
-        if self.logprob_aggregate not in ("mean", "min"):
-            raise ConfigError(f"logprob_aggregate must be 'mean' or 'min', "
+        if self.logprob_aggregate not in ("mean", "min", "math"):
+            raise ConfigError(f"logprob_aggregate must be 'mean', 'min' or 'math', "
                               f"got {self.logprob_aggregate!r}")
         if self.score_method not in ("greedy", "average"):
             raise ConfigError(f"score_method must be 'greedy' or 'average', "

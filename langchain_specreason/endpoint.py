@@ -69,6 +69,8 @@ class Completion:
     """Wall time of the call, retries included."""
     token_logprobs: list[float] | None = None
     """Log-probability of each generated token (when the request asked for ``logprobs``)."""
+    token_texts: list[str] | None = None
+    """The text of each generated token (with :attr:`token_logprobs`)."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,8 @@ class PromptLogprobs:
     logprobs: list[float | None]
     """One per prompt token; ``None`` for the first token and for positions read from the
     prefix cache (their logprobs were not computed)."""
+    tokens: list[str | None] = field(default_factory=list)
+    """The text of each prompt token, as the server decoded it (``None`` where no logprob)."""
     prompt_tokens: int = 0
     cached_tokens: int | None = None
     """Prompt tokens read from the prefix cache, not prefilled."""
@@ -304,6 +308,7 @@ class OpenAIEndpoint:
             out.top_logprobs = [(t.token, t.logprob) for t in content[0].top_logprobs]
             if request.logprobs:
                 out.token_logprobs = [t.logprob for t in content]
+                out.token_texts = [t.token for t in content]
         return out
 
     async def classify(self, texts: list[str], *, truncate: int | None = None) -> Classified:
@@ -376,9 +381,11 @@ class OpenAIEndpoint:
             if rows is None:
                 raise KeyError("prompt_logprobs")
             values: list[float | None] = []
+            texts: list[str | None] = []
             for position, row in enumerate(rows):
                 entry = None if row is None else row.get(str(token_ids[position]))
                 values.append(None if entry is None else float(entry["logprob"]))
+                texts.append(None if entry is None else entry.get("decoded_token"))
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise EndpointError(self.name, self.base_url,
                                 f"/v1/completions answered without prompt_logprobs ({exc!r}); "
@@ -388,9 +395,10 @@ class OpenAIEndpoint:
         details = getattr(usage, "prompt_tokens_details", None) if usage else None
         if details is not None and getattr(details, "cached_tokens", None) is not None:
             cached = int(details.cached_tokens)
-        if cached:  # not computed: vLLM leaves those rows uninitialised
+        if cached:  # not computed (our vLLM plugin zero-fills them)
             values[:cached] = [None] * min(cached, len(values))
-        return PromptLogprobs(values, prompt_tokens=usage.prompt_tokens if usage else 0,
+            texts[:cached] = [None] * min(cached, len(texts))
+        return PromptLogprobs(values, texts, prompt_tokens=usage.prompt_tokens if usage else 0,
                               cached_tokens=cached, seconds=seconds)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[Completion]:

@@ -202,6 +202,7 @@ def create_specreason_graph(
         }
         if done.token_logprobs is not None:
             pending["logprobs"] = [round(lp, 4) for lp in done.token_logprobs]
+            pending["logprob_tokens"] = list(done.token_texts or [])
         return pending, done
 
     async def draft_node(state: SpecReasonState, config: RunnableConfig) -> dict[str, Any]:
@@ -258,7 +259,8 @@ def create_specreason_graph(
                 conversation=to_openai_messages(state["messages"]), steps=_step_texts(state),
                 authors=[s["author"] for s in state.get("steps") or []],
                 step=pending["text"], request=step_request(state),
-                step_logprobs=pending.get("logprobs"))),
+                step_logprobs=pending.get("logprobs"),
+                step_tokens=pending.get("logprob_tokens"))),
             lambda v: {"score": v.score, "decision": "kept" if v.accept else "rewritten",
                        "prompt_tokens": v.prompt_tokens, "cached_tokens": v.cached_tokens,
                        **v.detail}))

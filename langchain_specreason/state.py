@@ -94,6 +94,8 @@ class PendingStep(TypedDict):
     """Position of a lookahead draft in the trace."""
     logprobs: NotRequired[list[float]]
     """The draft model's log-probability of each token it wrote (the ``confidence`` judge)."""
+    logprob_tokens: NotRequired[list[str]]
+    """The text of those tokens."""
     draft_hidden_s: NotRequired[float]
     """Seconds of a lookahead draft that ran while the judge read the previous step."""
 

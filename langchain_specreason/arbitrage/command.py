@@ -45,6 +45,9 @@ def add_parser(subparsers: Any) -> None:
                        help="the oracle keeps the base step when it scores this much better")
     label.add_argument("--score-method", default="average", choices=["average", "greedy"],
                        help="how the base model's score is read (default: average)")
+    label.add_argument("--scorer", default="score", choices=["score", "likelihood"],
+                       help="what rates the draft and the base step: the base model's 0-9 "
+                            "score (default) or its log-probability of the step")
     label.add_argument("--concurrency", type=int, default=1,
                        help="problems labelled at once (the servers batch them; default 1)")
     add_generation_flags(label)
@@ -104,7 +107,7 @@ async def _label(args: argparse.Namespace) -> int:
             OpenAIEndpoint(pair.draft_url, name="draft"),
             OpenAIEndpoint(pair.base_url, name="base"),
             problems, out, config=config, family=settings.family,
-            score_method=args.score_method,
+            score_method=args.score_method, scorer=args.scorer,
             tau=args.tau, concurrency=args.concurrency, progress=not args.no_progress)
     print(summary.format())
     return 0

@@ -22,10 +22,11 @@ from ..bench.grading import grade
 from ..bench.prompts import build_prompt
 from ..bench.results import JsonlAppender, read_records
 from ..config import ScoreMethod, SpecReasonConfig
-from ..endpoint import Endpoint
+from ..endpoint import Endpoint, TokenScorer
 from ..errors import ConfigError
 from ..formats import get_format
 from ..graph import create_specreason_graph
+from ..judges import LikelihoodScorer
 from ..state import StepRecord
 from .features import LabelledStep, PrefixStep
 from .oracle import OracleJudge
@@ -84,6 +85,7 @@ async def label_problems(
     config: SpecReasonConfig,
     family: str = "instruct",
     score_method: ScoreMethod = "average",
+    scorer: str = "score",
     tau: float = 0.0,
     concurrency: int = 1,
     progress: bool = True,
@@ -92,12 +94,23 @@ async def label_problems(
 
     ``concurrency`` problems run at once (vLLM batches their requests: more labels per hour;
     latency is not what labels measure). Each problem's lines are written when it finishes.
+    ``scorer`` rates both steps: ``score`` (the base model's 0-9 rating, read with
+    ``score_method``) or ``likelihood`` (the base model's token log-probability of the step,
+    aggregated by ``config.logprob_aggregate``).
     """
     if concurrency < 1:
         raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
     fmt = get_format(family)
-    judge = OracleJudge.scored_by_base(base, fmt, tau=tau, method=score_method,
-                                       top_logprobs=config.judge_top_logprobs)
+    if scorer == "likelihood":
+        if not isinstance(base, TokenScorer):
+            raise ConfigError("--scorer likelihood needs a vLLM base endpoint")
+        judge = OracleJudge(base, LikelihoodScorer(base, fmt, how=config.logprob_aggregate),
+                            tau=tau)
+    elif scorer == "score":
+        judge = OracleJudge.scored_by_base(base, fmt, tau=tau, method=score_method,
+                                           top_logprobs=config.judge_top_logprobs)
+    else:
+        raise ConfigError(f"unknown step scorer {scorer!r}; scorers: score, likelihood")
     graph = create_specreason_graph(draft, base, judge=judge, config=config, family=fmt,
                                     name="arbitrage-oracle")
     done = {str(r["problem_id"]) for r in read_records(out / PROBLEMS)}

@@ -132,7 +132,8 @@ class Measures:
         if measure in ("likelihood", "confidence"):
             scorer = self.likelihood if measure == "likelihood" else self.confidence
             s = await scorer.score(conv, steps, step)
-            scores = {"mean": s.detail["mean_logprob"], "min": s.detail["min_logprob"]}
+            scores = {"mean": s.detail["mean_logprob"], "min": s.detail["min_logprob"],
+                      "math": s.detail["math_logprob"]}
             step_tokens = s.detail["step_tokens"]
         else:
             scorer_ = self.score if measure == "score" else self.reference
@@ -142,7 +143,7 @@ class Measures:
             step_tokens = None
         return {"scores": scores, "seconds": s.seconds, "prompt_tokens": s.prompt_tokens,
                 "cached_tokens": s.cached_tokens, "step_tokens": step_tokens,
-                "detail": {k: v for k, v in s.detail.items() if k != "token_logprobs"}}
+                "detail": s.detail}
 
 
 async def step_tokens(base: OpenAIEndpoint, fmt: PromptFormat, example: JudgeExample) -> int:

@@ -34,11 +34,14 @@ VARIANTS: dict[str, tuple[str, str, str | None]] = {
     "score-reference (average)": ("score-reference", "average", None),
     "likelihood (mean)": ("likelihood", "mean", None),
     "likelihood (min)": ("likelihood", "min", None),
+    "likelihood (math)": ("likelihood", "math", None),
     "confidence (mean)": ("confidence", "mean", None),
     "confidence (min)": ("confidence", "min", None),
+    "confidence (math)": ("confidence", "math", None),
     "arithmetic": ("arithmetic", "verdict", None),
     "arithmetic+likelihood (mean)": ("likelihood", "mean", "arithmetic"),
     "arithmetic+likelihood (min)": ("likelihood", "min", "arithmetic"),
+    "arithmetic+likelihood (math)": ("likelihood", "math", "arithmetic"),
     "arithmetic+confidence (mean)": ("confidence", "mean", "arithmetic"),
 }
 """Report rows: (measure, score read, cheap check in front or None)."""
@@ -84,6 +87,8 @@ def variant_scores(records: Sequence[dict[str, Any]], variant: str) -> dict[str,
         by_measure[r["measure"]][r["example"]] = r
     scores: dict[str, float] = {}
     for example, r in by_measure.get(measure, {}).items():
+        if read not in r["scores"]:  # a result line older than this reading
+            continue
         value = float(r["scores"][read])
         if check is not None:
             gate = by_measure.get(check, {}).get(example)

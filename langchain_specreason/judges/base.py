@@ -33,6 +33,8 @@ class StepContext:
     step_logprobs: Sequence[float] | None = None
     """The draft model's log-probability of each token of ``step`` as it wrote it (``None``
     when the draft server did not return them, e.g. a step that is not a draft)."""
+    step_tokens: Sequence[str] | None = None
+    """The text of those tokens."""
 
     @property
     def question(self) -> str:

@@ -31,9 +31,23 @@ from ..endpoint import TokenScorer
 from ..formats import PromptFormat, continue_messages
 from .base import Score, StepContext, Verdict
 
+MATH_CHARS = frozenset("0123456789+-*/=×÷·%$")
+"""A token holding one of these is a *math token* (the ``math`` aggregate reads only those)."""
 
-def aggregate(logprobs: Sequence[float], how: Aggregate) -> float:
-    """One score from token log-probabilities (an empty step scores 0: nothing unlikely)."""
+
+def aggregate(logprobs: Sequence[float], how: Aggregate,
+              tokens: Sequence[str | None] | None = None) -> float:
+    """One score from token log-probabilities (an empty step scores 0: nothing unlikely).
+
+    ``math`` needs the tokens' text: the least likely token holding a digit or an operator
+    (0 when the step has none).
+    """
+    if how == "math":
+        if tokens is None:
+            raise ValueError("the math aggregate needs the tokens' text")
+        logprobs = [lp for lp, tok in zip(logprobs, tokens, strict=True)
+                    if tok and MATH_CHARS.intersection(tok)]
+        how = "min"
     if not logprobs:
         return 0.0
     if how == "min":
@@ -61,7 +75,8 @@ class LikelihoodScorer:
         self.how = how
         self.read_cache = read_cache
         self._prefixes: OrderedDict[str, list[int]] = OrderedDict()
-        self._seen: OrderedDict[tuple[int, ...], list[float | None]] = OrderedDict()
+        self._seen: OrderedDict[tuple[int, ...],
+                                tuple[list[float | None], list[str | None]]] = OrderedDict()
 
     async def _ids(self, conversation: list[dict[str, Any]], steps: Sequence[str]) -> list[int]:
         messages, cont = continue_messages(conversation, self.fmt, steps)
@@ -78,18 +93,19 @@ class LikelihoodScorer:
                 self._prefixes.popitem(last=False)
         return ids
 
-    def _remember(self, ids: list[int], logprobs: list[float | None]) -> None:
-        self._seen[tuple(ids)] = logprobs
+    def _remember(self, ids: list[int], logprobs: list[float | None],
+                  tokens: list[str | None]) -> None:
+        self._seen[tuple(ids)] = (logprobs, tokens)
         while len(self._seen) > 32:
             self._seen.popitem(last=False)
 
-    def _recall(self, ids: list[int], position: int) -> float | None:
-        """The logprob of ``ids[position]`` from an earlier call that computed it, if any."""
-        for seen, logprobs in reversed(self._seen.items()):
+    def _recall(self, ids: list[int], position: int) -> tuple[float | None, str | None]:
+        """``ids[position]``'s logprob and text from an earlier call that computed it."""
+        for seen, (logprobs, tokens) in reversed(self._seen.items()):
             if (len(seen) > position and logprobs[position] is not None
                     and common_prefix(seen, ids) > position):
-                return logprobs[position]
-        return None
+                return logprobs[position], tokens[position]
+        return None, None
 
     async def score(
         self, conversation: list[dict[str, Any]], steps: Sequence[str], step: str
@@ -100,28 +116,35 @@ class LikelihoodScorer:
         start = max(common_prefix(prefix, full), 1)
         done = await self.endpoint.prompt_logprobs(full, read_cache=self.read_cache)
         logprobs = list(done.logprobs)
+        tokens = list(done.tokens) or [None] * len(logprobs)
         # positions of the step read from the cache: an earlier call computed them
         for position in range(start, len(logprobs)):
             if logprobs[position] is None:
-                logprobs[position] = self._recall(full, position)
+                logprobs[position], tokens[position] = self._recall(full, position)
         seconds, recomputed = done.seconds, False
         if any(lp is None for lp in logprobs[start:]):
             # cached by a call this scorer did not see: score the prompt without the cache
             done = await self.endpoint.prompt_logprobs(full, read_cache=False)
             seconds += done.seconds
             logprobs, recomputed = list(done.logprobs), True
-        self._remember(full, logprobs)
+            tokens = list(done.tokens) or [None] * len(logprobs)
+        self._remember(full, logprobs, tokens)
         self._prefixes[repr((conversation, [*steps, step]))] = full
-        values = [lp for lp in logprobs[start:] if lp is not None]
+        pairs = [(lp, tok) for lp, tok in zip(logprobs[start:], tokens[start:], strict=True)
+                 if lp is not None]
+        values = [lp for lp, _ in pairs]
+        texts = [tok for _, tok in pairs]
         detail: dict[str, Any] = {
             "aggregate": self.how, "step_tokens": len(full) - start,
             "mean_logprob": round(aggregate(values, "mean"), 4),
             "min_logprob": round(aggregate(values, "min"), 4),
+            "math_logprob": round(aggregate(values, "math", texts), 4),
             "token_logprobs": [round(v, 3) for v in values],
+            "tokens": texts,
         }
         if recomputed:
             detail["recomputed"] = True
-        return Score(value=aggregate(values, self.how), seconds=seconds,
+        return Score(value=aggregate(values, self.how, texts), seconds=seconds,
                      prompt_tokens=done.prompt_tokens, cached_tokens=done.cached_tokens,
                      detail=detail)
 
@@ -158,7 +181,10 @@ class ConfidenceJudge:
         if ctx.step_logprobs is None:
             return Verdict(score=0.0, accept=True, detail={"missing_logprobs": True})
         values = list(ctx.step_logprobs)
-        value = aggregate(values, self.how)
+        texts: list[str | None] = [None] * len(values)
+        if ctx.step_tokens is not None and len(ctx.step_tokens) == len(values):
+            texts = list(ctx.step_tokens)
+        value = aggregate(values, self.how, texts)
         return Verdict(score=value, accept=value >= self.threshold,
                        detail={"aggregate": self.how, "step_tokens": len(values),
                                "mean_logprob": round(aggregate(values, "mean"), 4),
