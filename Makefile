@@ -24,7 +24,7 @@ demo: venv                      ## fetch models, start the cpu pair, answer one 
 	$(BIN)/specreason demo
 
 test: venv                      ## the whole suite: unit tests, then integration tests on real servers
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests/unit tests/integration
 
 unit: venv                      ## unit tests only (no network, seconds)
 	$(BIN)/python -m pytest tests/unit

@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     msub.add_parser("list", help="list the catalog and what is fetched")
 
     serve = sub.add_parser("serve", help="start a profile's draft and base vLLM servers")
-    serve.add_argument("--profile", required=True, help="profile name or TOML path")
+    serve.add_argument("--profile", help="profile name or TOML path (required unless --list)")
     serve.add_argument("--variant", help="profile variant (e.g. sd, ngram, eagle3)")
     serve.add_argument("--only", choices=["draft", "base", "router"],
                        help="start one server only")
@@ -149,6 +149,8 @@ def _serve(args: argparse.Namespace) -> int:
             variants = f" (variants: {', '.join(profile.variants)})" if profile.variants else ""
             print(f"{name:<10} {profile.description}{variants}")
         return 0
+    if not args.profile:
+        raise ConfigError("serve needs --profile NAME (see `specreason serve --list`)")
     profile = load_profile(
         args.profile, variant=args.variant, draft_model=args.draft_model,
         base_model=args.base_model, draft_port=args.draft_port, base_port=args.base_port,

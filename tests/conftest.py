@@ -8,6 +8,7 @@ nothing is skipped.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -57,6 +58,12 @@ def start_serve(profile: str = "cpu-test", *extra: str, log_dir: Path = LOG_DIR,
     deadline = time.monotonic() + timeout
     assert proc.stdout is not None
     while len(serve.urls) < len(roles):
+        # wait for a line at most until the deadline: a server that hangs silently fails here
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            serve.interrupt()
+            raise RuntimeError(f"servers not up after {timeout:.0f} s (nothing printed); "
+                               f"logs in {log_dir}")
         line = proc.stdout.readline()
         if not line:
             proc.wait(timeout=60)

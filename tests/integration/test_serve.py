@@ -69,7 +69,7 @@ def test_ctrl_c_stops_every_server_process_and_frees_the_ports(servers):
     """Runs last: interrupts the session's `specreason serve` as Ctrl-C in a terminal would."""
     serve = servers.serve
     if serve is None:  # external servers: start our own pair on other ports for this check
-        from conftest import start_serve
+        from tests.conftest import start_serve
 
         serve = start_serve("cpu-test", "--draft-port", "8121", "--base-port", "8122")
     pids = serve.server_pids()

@@ -1,0 +1,60 @@
+"""The installed `specreason` console script, run as a user types it (no server needed)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(sys.executable).with_name("specreason")
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_the_console_script_is_installed_beside_python():
+    assert SCRIPT.is_file(), f"no console script at {SCRIPT}; is the package installed?"
+    assert shutil.which("specreason", path=str(SCRIPT.parent)) == str(SCRIPT)
+
+
+def test_serve_list_needs_no_profile():
+    done = run("serve", "--list")
+    assert done.returncode == 0, done.stderr
+    names = [line.split()[0] for line in done.stdout.splitlines()]
+    assert names == ["cpu", "cpu-test", "gpu-1x", "gpu-2x"]
+
+
+def test_serve_without_profile_says_what_to_do():
+    done = run("serve")
+    assert done.returncode == 2
+    assert "serve needs --profile NAME" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_models_list_names_the_catalog():
+    done = run("models", "list")
+    assert done.returncode == 0, done.stderr
+    for name in ("smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"):
+        assert name in done.stdout
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("bench", "judges", "--measures", "vibes"), "unknown measure 'vibes'"),
+    (("bench", "--judge", "vibes", "--draft-url", "http://127.0.0.1:9/v1",
+      "--base-url", "http://127.0.0.1:9/v1"), "unknown judge 'vibes'"),
+    (("bench", "--judge", "likelihood", "--logprob-threshold=0.5", "--draft-url",
+      "http://127.0.0.1:9/v1", "--base-url", "http://127.0.0.1:9/v1"),
+     "log-probability threshold is at most 0"),
+    (("demo", "--judge", "vibes", "--draft-url", "http://127.0.0.1:9/v1",
+      "--base-url", "http://127.0.0.1:9/v1"), "unknown judge 'vibes'"),
+])
+def test_bad_judge_flags_are_one_line_errors(args, message):
+    done = run(*args)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
