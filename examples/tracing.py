@@ -10,8 +10,9 @@ Each call is one run (``ChatSpecReason``) holding the graph's run (``specreason`
 runs, and one child run per server call:
 
 * ``draft_step``: the draft model writes step n;
-* ``judge_step``: the base model scores it; outputs ``score`` (0-9) and ``decision``
-  (``kept`` or ``rewritten``);
+* ``judge_step``: the judge reads it; outputs ``score`` (with the default judge, the base
+  model's log-probability of the step's least likely number or operator; ``score`` 0-9 with
+  ``judge="score"``) and ``decision`` (``kept`` or ``rewritten``);
 * ``rewrite_step``: the base model writes a rejected step itself;
 * ``write_answer``: the base model writes the answer.
 

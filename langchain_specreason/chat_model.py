@@ -55,9 +55,16 @@ class ChatSpecReason(BaseChatModel):
             export SPECREASON_BASE_URL=http://127.0.0.1:8202/v1
 
     Key init args — SpecReason:
+        judge: str
+            What keeps or rejects a draft step (env ``SPECREASON_JUDGE``): ``score`` (the base
+            model rates it 0-9), ``likelihood`` (the base model's log-probability of its
+            tokens), ``confidence`` (the draft's own), ``arithmetic`` (its equations redone),
+            or a cascade such as ``arithmetic+likelihood``. ``specreason bench judges``
+            measures them; the README gives the numbers behind the default.
         threshold: float
-            Keep a draft step when the base model scores it at least this (0-9; 10 rewrites
-            every step).
+            ``score`` judge: keep a draft step when the base model scores it at least this
+            (0-9; 10 rewrites every step). ``likelihood_threshold`` and
+            ``confidence_threshold`` are the log-probability judges' thresholds.
         budget: int
             Token budget of the reasoning (kept steps).
         family: str
@@ -172,7 +179,7 @@ class ChatSpecReason(BaseChatModel):
     """``likelihood`` judge: keep a step whose base-model log-probability reaches this (<= 0)."""
     confidence_threshold: float = SpecReasonConfig.confidence_threshold
     """``confidence`` judge: keep a step whose draft-model log-probability reaches this."""
-    logprob_aggregate: Aggregate = "mean"
+    logprob_aggregate: Aggregate = SpecReasonConfig.logprob_aggregate
     """``likelihood``/``confidence``: ``mean`` or ``min`` of the step's token log-probabilities."""
     budget: int = 8192
     """Token budget of the reasoning."""

@@ -39,8 +39,9 @@ def judge_settings(judge: str, threshold: float | None = None) -> dict[str, Any]
     return settings
 
 
-DEFAULT_JUDGE = "score"
-"""The judge of :class:`SpecReasonConfig` when none is named."""
+DEFAULT_JUDGE = "arithmetic+likelihood"
+"""The judge of :class:`SpecReasonConfig` when none is named: the best one measured by
+`specreason bench judges` (see the README). ``score`` is SpecReason's original judge."""
 
 
 def parse_judge(name: str) -> list[str]:
@@ -71,13 +72,13 @@ class SpecReasonConfig:
     judge_wording: Wording = "short"
     """``score`` judge: ``short`` (our follow-up turn) or ``reference`` (the SpecReason
     reference implementation's question and prefill, word for word)."""
-    likelihood_threshold: float = -0.5
+    likelihood_threshold: float = -3.5
     """``likelihood`` judge: keep a draft step when the base model's aggregated
     log-probability of its tokens is at least this."""
-    confidence_threshold: float = -0.5
+    confidence_threshold: float = -5.5
     """``confidence`` judge: keep a draft step when the draft model's aggregated
     log-probability of its own tokens is at least this."""
-    logprob_aggregate: Aggregate = "mean"
+    logprob_aggregate: Aggregate = "math"
     """``likelihood`` and ``confidence``: ``mean`` of the step's token log-probabilities,
     ``min`` (the least likely token), or ``math`` (the least likely token holding a digit or an
     operator; 0 for a step without any: wording alone is not judged)."""

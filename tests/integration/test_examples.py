@@ -10,6 +10,8 @@ from types import ModuleType
 
 import pytest
 
+from langchain_specreason import SpecReasonConfig
+
 pytestmark = pytest.mark.integration
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -101,10 +103,12 @@ def test_tracing_collects_judge_runs_with_step_metadata(example_env, monkeypatch
                            line) for line in tree]
     judges = [m for m in judges if m]
     assert judges, out
+    threshold = SpecReasonConfig().likelihood_threshold  # the default judge decides on it
     for match in judges:
         assert len(match.group(1)) > 2  # nested under the graph's run, inside its judge node
-        assert 0 <= float(match.group(3)) <= 9
-        assert match.group(4) in ("kept", "rewritten")
+        score = float(match.group(3))  # a log-probability (or the arithmetic check's reject)
+        assert score <= 0
+        assert match.group(4) == ("kept" if score >= threshold else "rewritten")
     steps = [int(m.group(2)) for m in judges]
     assert steps[0] == 0 and steps == sorted(steps)
     assert re.search(r"^ +draft_step  step=0  call=draft  tokens=\d+$", out, flags=re.M), out

@@ -23,7 +23,8 @@ pytestmark = pytest.mark.integration
 QUESTION = ("A box holds 12 eggs. Tom buys 3 boxes and breaks 5 eggs. How many eggs are left? "
             "Think step by step, then give the number.")
 # Short traces keep CI fast: a small budget and step cap, greedy sampling.
-FAST = dict(budget=96, step_max_tokens=48, answer_max_tokens=48, temperature=0.0, seed=0)
+FAST = dict(budget=96, step_max_tokens=48, answer_max_tokens=48, temperature=0.0, seed=0,
+            judge="score")  # these tests pin the 0-9 judge's control flow (thresholds 0, 10)
 
 
 def make_graph(servers, **overrides):

@@ -29,6 +29,7 @@ def fake_model(family: str = "instruct", **kwargs) -> ChatSpecReason:
         n = partial_of(req).count("\n\n")
         return step(f"B{n}.", 5)
 
+    kwargs.setdefault("judge", "score")  # scripted 0-9 digits
     model = ChatSpecReason(draft_url="http://d/v1", base_url="http://b/v1", family=family,
                            api_key=SecretStr("sk-top-secret"), **kwargs)
     model._endpoints = {"draft": ScriptedEndpoint("draft", draft),

@@ -14,6 +14,8 @@ from langchain_specreason.graph import NODES, create_specreason_graph
 
 from .fakes import ScriptedEndpoint, is_judge, partial_of, score, step
 
+SCORE = SpecReasonConfig(judge="score")
+"""These tests pin the control flow with SpecReason's 0-9 score judge (scripted digits)."""
 QUESTION = {"messages": [("user", "What is 12*7?")]}
 
 
@@ -46,7 +48,8 @@ def base_of(digit: str = "9", *, texts: list[str] | None = None, end_at: int | N
 async def test_threshold_zero_keeps_every_draft_and_base_only_judges():
     draft = ScriptedEndpoint("draft", draft_of(["First.", "Second.", "So 84."], end_at=2))
     base = ScriptedEndpoint("base", base_of("0"))
-    graph = create_specreason_graph(draft, base, config=SpecReasonConfig(threshold=0))
+    graph = create_specreason_graph(draft, base, config=SpecReasonConfig(judge="score",
+                                                                         threshold=0))
     out = await graph.ainvoke(QUESTION)
     assert [s["decision"] for s in out["steps"]] == ["kept", "kept", "kept"]
     assert out["answer"] == "First.\n\nSecond.\n\nSo 84."
@@ -59,7 +62,8 @@ async def test_threshold_zero_keeps_every_draft_and_base_only_judges():
 async def test_threshold_ten_rewrites_every_step():
     draft = ScriptedEndpoint("draft", draft_of(["Bad.", "Worse."]))
     base = ScriptedEndpoint("base", base_of("9", texts=["Good."], end_at=1))
-    graph = create_specreason_graph(draft, base, config=SpecReasonConfig(threshold=10))
+    graph = create_specreason_graph(draft, base, config=SpecReasonConfig(judge="score",
+                                                                         threshold=10))
     out = await graph.ainvoke(QUESTION)
     assert [s["decision"] for s in out["steps"]] == ["rewritten", "rewritten"]
     assert [s["author"] for s in out["steps"]] == ["base", "base"]
@@ -82,7 +86,7 @@ async def test_score_at_threshold_is_kept_below_is_rewritten():
         return step("Base wrote this.", 4, end=True)
 
     base = ScriptedEndpoint("base", base_handler)
-    out = await create_specreason_graph(draft, base).ainvoke(QUESTION)
+    out = await create_specreason_graph(draft, base, config=SCORE).ainvoke(QUESTION)
     assert [s["decision"] for s in out["steps"]] == ["kept", "rewritten"]
     assert out["answer"] == "A.\n\nBase wrote this."
 
@@ -90,7 +94,8 @@ async def test_score_at_threshold_is_kept_below_is_rewritten():
 async def test_first_n_base_steps_are_never_drafted():
     draft = ScriptedEndpoint("draft", draft_of(["D0", "D1", "D2", "Done."], end_at=3))
     base = ScriptedEndpoint("base", base_of("9", texts=["B"]))
-    graph = create_specreason_graph(draft, base, config=SpecReasonConfig(first_n_base_steps=2))
+    graph = create_specreason_graph(draft, base, config=SpecReasonConfig(judge="score",
+                                                                         first_n_base_steps=2))
     out = await graph.ainvoke(QUESTION)
     assert [s["decision"] for s in out["steps"]] == ["base", "base", "kept", "kept"]
     assert out["steps"][0]["score"] is None
@@ -106,7 +111,7 @@ async def test_budget_caps_kept_tokens_exactly(budget):
         texts[partial_of(r).count("\n\n")], tokens=min(5, r.max_tokens)))
     base = ScriptedEndpoint("base", base_of("9", answer="Final."))
     out = await create_specreason_graph(
-        draft, base, config=SpecReasonConfig(budget=budget)).ainvoke(QUESTION)
+        draft, base, config=SpecReasonConfig(judge="score", budget=budget)).ainvoke(QUESTION)
     assert out["stop"] == "budget"
     assert out["tokens_used"] == budget  # the last step is capped at the room left
     assert [r.max_tokens for r in draft.requests][-1] == budget - 5 * (len(draft.requests) - 1)
@@ -125,7 +130,7 @@ async def test_step_cap_continues_without_delimiter():
     draft = ScriptedEndpoint("draft", handler)
     base = ScriptedEndpoint("base", base_of("9"))
     out = await create_specreason_graph(
-        draft, base, config=SpecReasonConfig(step_max_tokens=4)).ainvoke(QUESTION)
+        draft, base, config=SpecReasonConfig(judge="score", step_max_tokens=4)).ainvoke(QUESTION)
     assert [s["finish"] for s in out["steps"]] == ["length", "end"]
     assert out["answer"] == "A very long rest."
     assert draft.requests[0].max_tokens == 4
@@ -135,7 +140,7 @@ async def test_cycle_of_several_steps_stops_as_repeat():
     cycle = ["Check a.", "Check b.", "Check c."]
     draft = ScriptedEndpoint("draft", lambda r: step(cycle[partial_of(r).count("\n\n") % 3]))
     base = ScriptedEndpoint("base", base_of("9", answer="84"))
-    out = await create_specreason_graph(draft, base).ainvoke(QUESTION)
+    out = await create_specreason_graph(draft, base, config=SCORE).ainvoke(QUESTION)
     assert out["stop"] == "repeat"
     assert len(out["steps"]) == 3  # the fourth step repeats the first and is dropped
     assert out["repeats"] == 1
@@ -146,14 +151,15 @@ async def test_repeat_window_zero_never_stops_on_repeats():
     draft = ScriptedEndpoint("draft", lambda r: step("Same.", 5))
     base = ScriptedEndpoint("base", base_of("9", answer="x"))
     out = await create_specreason_graph(
-        draft, base, config=SpecReasonConfig(repeat_window=0, budget=20)).ainvoke(QUESTION)
+        draft, base, config=SpecReasonConfig(judge="score",
+                                             repeat_window=0, budget=20)).ainvoke(QUESTION)
     assert out["stop"] == "budget" and len(out["steps"]) == 4
 
 
 async def test_blank_draft_goes_to_base_without_judging():
     draft = ScriptedEndpoint("draft", lambda r: step("", 1))
     base = ScriptedEndpoint("base", base_of("9", texts=["Real."], end_at=0))
-    out = await create_specreason_graph(draft, base).ainvoke(QUESTION)
+    out = await create_specreason_graph(draft, base, config=SCORE).ainvoke(QUESTION)
     assert base.judge_calls() == []
     assert out["steps"][0]["decision"] == "rewritten"
     assert out["answer"] == "Real. #0"
@@ -169,7 +175,7 @@ async def test_think_family_closes_thinking_and_streams_answer_from_base():
 
     draft = ScriptedEndpoint("draft", draft_handler)
     base = ScriptedEndpoint("base", base_of("8", answer="**84**"))
-    graph = create_specreason_graph(draft, base, family="think")
+    graph = create_specreason_graph(draft, base, family="think", config=SCORE)
     events = [chunk async for chunk in graph.astream(QUESTION, stream_mode="custom")]
     kinds = [e["type"] for e in events]
     assert kinds.index("done") < kinds.index("answer_delta")
@@ -190,7 +196,7 @@ async def test_think_family_closes_thinking_and_streams_answer_from_base():
 async def test_prefixes_are_byte_stable_across_calls():
     draft = ScriptedEndpoint("draft", draft_of(["One.", "Two.", "Three."], end_at=2))
     base = ScriptedEndpoint("base", base_of("9"))
-    await create_specreason_graph(draft, base).ainvoke(QUESTION)
+    await create_specreason_graph(draft, base, config=SCORE).ainvoke(QUESTION)
     partials = [partial_of(r) for r in draft.requests]
     for earlier, later in itertools.pairwise(partials):
         assert later.startswith(earlier)
@@ -201,7 +207,7 @@ async def test_prefixes_are_byte_stable_across_calls():
 async def test_stream_events_order_per_step():
     draft = ScriptedEndpoint("draft", draft_of(["One.", "Two."], end_at=1))
     base = ScriptedEndpoint("base", base_of("3", texts=["B."], end_at=1))
-    graph = create_specreason_graph(draft, base)
+    graph = create_specreason_graph(draft, base, config=SCORE)
     events = [e async for e in graph.astream(QUESTION, stream_mode="custom")]
     assert [(e["type"], e.get("step")) for e in events] == [
         ("drafted", 0), ("scored", 0), ("step", 0),
@@ -213,7 +219,7 @@ async def test_stream_events_order_per_step():
 async def test_empty_conversation_is_a_typed_error():
     draft = ScriptedEndpoint("draft", draft_of(["x"]))
     base = ScriptedEndpoint("base", base_of())
-    graph = create_specreason_graph(draft, base)
+    graph = create_specreason_graph(draft, base, config=SCORE)
     with pytest.raises(InputError, match="empty"):
         await graph.ainvoke({"messages": []})
     with pytest.raises(InputError, match="no user message"):
@@ -235,7 +241,7 @@ async def test_resume_after_a_server_failure_loses_no_step():
 
     draft = ScriptedEndpoint("draft", flaky_draft)
     base = ScriptedEndpoint("base", base_of("9"))
-    graph = create_specreason_graph(draft, base, checkpointer=InMemorySaver())
+    graph = create_specreason_graph(draft, base, checkpointer=InMemorySaver(), config=SCORE)
     thread = {"configurable": {"thread_id": "t1"}}
     with pytest.raises(ConnectionError):
         await graph.ainvoke(QUESTION, thread)
@@ -250,7 +256,7 @@ async def test_resume_after_a_server_failure_loses_no_step():
 async def test_new_question_on_same_thread_starts_a_fresh_trace():
     draft = ScriptedEndpoint("draft", draft_of(["Only."], end_at=0))
     base = ScriptedEndpoint("base", base_of("9"))
-    graph = create_specreason_graph(draft, base, checkpointer=InMemorySaver())
+    graph = create_specreason_graph(draft, base, checkpointer=InMemorySaver(), config=SCORE)
     thread = {"configurable": {"thread_id": "t2"}}
     await graph.ainvoke(QUESTION, thread)
     out = await graph.ainvoke({"messages": [("user", "And 13*7?")]}, thread)
@@ -263,7 +269,7 @@ async def test_new_question_on_same_thread_starts_a_fresh_trace():
 
 def test_node_names_and_mermaid_diagram(snapshot):
     graph = create_specreason_graph(ScriptedEndpoint("d", draft_of(["x"])),
-                                    ScriptedEndpoint("b", base_of()))
+                                    ScriptedEndpoint("b", base_of()), config=SCORE)
     drawable = graph.get_graph()
     assert set(drawable.nodes) == {"__start__", "__end__", *NODES}
     assert drawable.draw_mermaid() == snapshot
@@ -277,7 +283,7 @@ async def test_client_leaving_the_stream_mid_run_resumes_to_the_answer():
     """
     draft = ScriptedEndpoint("draft", draft_of(["S0.", "S1.", "S2.", "S3."], end_at=3))
     base = ScriptedEndpoint("base", base_of("9"))
-    graph = create_specreason_graph(draft, base, checkpointer=InMemorySaver())
+    graph = create_specreason_graph(draft, base, checkpointer=InMemorySaver(), config=SCORE)
     thread = {"configurable": {"thread_id": "leave"}}
     seen: list[str] = []
     async for event in graph.astream(QUESTION, thread, stream_mode="custom"):

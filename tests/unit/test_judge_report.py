@@ -37,10 +37,10 @@ def line(measure, example, kind, scores, **extra):
 
 
 RECORDS = [
-    line("likelihood", "p1", "correct", {"mean": -0.2, "min": -1.0}),
-    line("likelihood", "p1", "arithmetic", {"mean": -0.3, "min": -4.0}),
-    line("likelihood", "p1", "operand", {"mean": -0.6, "min": -2.0}),
-    line("likelihood", "p1", "operation", {"mean": -0.1, "min": -3.0}),
+    line("likelihood", "p1", "correct", {"mean": -0.2, "min": -1.0, "math": -0.5}),
+    line("likelihood", "p1", "arithmetic", {"mean": -0.3, "min": -4.0, "math": -4.0}),
+    line("likelihood", "p1", "operand", {"mean": -0.6, "min": -2.0, "math": -6.0}),
+    line("likelihood", "p1", "operation", {"mean": -0.1, "min": -3.0, "math": -2.0}),
     line("arithmetic", "p1", "correct", {"verdict": 1.0}, prompt_tokens=0, cached_tokens=0,
          prefilled_tokens=0),
     line("arithmetic", "p1", "arithmetic", {"verdict": 0.0}),
@@ -65,9 +65,13 @@ def test_summary_rows_per_kind_and_costs_from_the_correct_example():
     assert cascade["auroc"]["arithmetic"] == 1.0
     assert cascade["model_calls_share"] == 0.75
     assert mean["prefilled_per_call"] == 36 and mean["within_bound"] == 1.0
-    # the default likelihood threshold decides kept and rejected shares
-    assert mean["default"]["kept_right"] == 1.0
-    assert mean["default"]["rejected_wrong"]["operand"] == 1.0
+    # the default likelihood reading (math, threshold -3.5) decides kept and rejected shares
+    assert "default" not in mean
+    math_row = rows["likelihood (math)"]
+    assert math_row["default"]["threshold"] == -3.5
+    assert math_row["default"]["kept_right"] == 1.0
+    assert math_row["default"]["rejected_wrong"] == {"arithmetic": 1.0, "operand": 1.0,
+                                                     "operation": 0.0}
 
 
 def test_report_files(tmp_path):

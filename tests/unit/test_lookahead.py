@@ -60,7 +60,8 @@ async def run(lookahead: bool, scores: dict[int, str], *, end_at: int = 3,
     draft = TimedEndpoint("draft", drafts(end_at), lambda r: draft_s)
     base = TimedEndpoint("base", base_handler, lambda r: judge_s if is_judge(r) else 0.0)
     graph = create_specreason_graph(
-        draft, base, config=SpecReasonConfig(threshold=7, lookahead=lookahead, temperature=0))
+        draft, base, config=SpecReasonConfig(judge="score",
+                                             threshold=7, lookahead=lookahead, temperature=0))
     started = time.perf_counter()
     out = await graph.ainvoke(QUESTION)
     return out, SpecReasonStats.from_state(out, time.perf_counter() - started), draft, base
