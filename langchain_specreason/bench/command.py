@@ -96,8 +96,6 @@ def add_parser(subparsers: Any) -> None:
     runs.add_argument("--logprob-threshold", default=str(SpecReasonConfig.likelihood_threshold),
                       help="likelihood/confidence judges: log-probability threshold(s) <= 0; "
                            "write --logprob-threshold=-0.5,-1 for a list")
-    runs.add_argument("--logprob-aggregate", default="mean", choices=["mean", "min"],
-                      help="likelihood/confidence judges: mean or least token log-probability")
     runs.add_argument("--tau", default="0.5",
                       help="Arbitrage router threshold on p(escalate), 0-1; a comma list sweeps")
     runs.add_argument("--oracle-tau", type=float, default=0.0,
@@ -132,7 +130,6 @@ def generation_settings(args: argparse.Namespace) -> BenchSettings:
         budget=args.budget, step_max_tokens=args.step_max_tokens,
         answer_max_tokens=args.answer_max_tokens, temperature=args.temperature, seed=args.seed,
         family=args.family or load_profile(args.profile).family, lookahead=args.lookahead,
-        logprob_aggregate=getattr(args, "logprob_aggregate", "mean"),
     )
 
 

@@ -74,15 +74,12 @@ class BenchSettings:
     family: str = "instruct"
     lookahead: bool = True
     """SpecReason modes draft the next step while the judge reads (``--no-lookahead``: not)."""
-    logprob_aggregate: str = "mean"
-    """``likelihood``/``confidence`` judges: ``mean`` or ``min`` token log-probability."""
 
     def config(self, run: Run) -> SpecReasonConfig:
         """The SpecReason config of ``run`` (baselines use its budget and sampling)."""
         extra: dict[str, Any] = {}
         if run.mode in SPECREASON_MODES:
-            extra.update(judge_settings(run.judge or "score", run.threshold),
-                         logprob_aggregate=self.logprob_aggregate)
+            extra.update(judge_settings(run.judge or "score", run.threshold))
         if run.score_method is not None:
             extra["score_method"] = run.score_method
         return SpecReasonConfig(
@@ -204,6 +201,8 @@ class Solver:
             "mode": self.run.mode, "threshold": self.run.threshold,
             "score_method": self.run.score_method, "problem_id": problem.id,
             "judge": self.config.judge if self.run.mode in SPECREASON_MODES else None,
+            "logprob_aggregate": self.config.logprob_aggregate
+            if self.run.mode in SPECREASON_MODES and self.run.judge else None,
             "correct": graded.correct, "prediction": graded.prediction, "gold": problem.gold,
             "grader": problem.grader, "latency_s": stats.wall_s, **stats.as_dict(),
             "judge_floor_tokens": got.judge_floor_tokens,

@@ -10,6 +10,8 @@ from langchain_specreason.bench.modes import (
     Run,
     expand_runs,
     group_by_variant,
+    parse_judges,
+    parse_logprob_thresholds,
     parse_modes,
     parse_score_methods,
     parse_thresholds,
@@ -122,3 +124,51 @@ def test_cli_reports_typed_errors_in_one_line(flags, message, capsys):
 def test_bench_report_on_a_folder_without_results(tmp_path, capsys):
     assert main(["bench", "report", str(tmp_path)]) == 2
     assert "no results" in capsys.readouterr().err
+
+
+def test_judges_expand_on_their_own_threshold_scales():
+    runs = expand_runs(["specreason"], [7.0], ["greedy"], judges=["score", "likelihood",
+                                                                   "arithmetic",
+                                                                   "arithmetic+likelihood"],
+                       logprob_thresholds=[-3.5, -5.0])
+    assert runs == [Run("specreason", 7.0, "greedy"),
+                    Run("specreason", -3.5, None, None, "likelihood"),
+                    Run("specreason", -5.0, None, None, "likelihood"),
+                    Run("specreason", None, None, None, "arithmetic"),
+                    Run("specreason", -3.5, None, None, "arithmetic+likelihood"),
+                    Run("specreason", -5.0, None, None, "arithmetic+likelihood")]
+    assert runs[4].label == "specreason arithmetic+likelihood t=-3.5"
+    assert runs[3].label == "specreason arithmetic"
+    # older result lines (no judge) are the score judge's; the judge is part of the key
+    assert Run.of({"mode": "specreason", "threshold": 7, "score_method": "greedy"}) == runs[0]
+    assert Run.of({"mode": "specreason", "threshold": 7, "score_method": "greedy",
+                   "judge": "score"}) == runs[0]
+    assert Run.of({"mode": "specreason", "threshold": -3.5, "score_method": "greedy",
+                   "judge": "likelihood"}) == runs[1]
+    assert runs[1].key("p") != Run("specreason", -3.5, None).key("p")
+
+
+def test_judge_settings_reach_the_config():
+    from langchain_specreason.bench.runner import BenchSettings
+
+    config = BenchSettings().config(Run("specreason", -2.0, None, None, "arithmetic+likelihood"))
+    assert (config.judge, config.likelihood_threshold) == ("arithmetic+likelihood", -2.0)
+    assert BenchSettings().config(Run("specreason", 5.0, "average")).threshold == 5.0
+    assert BenchSettings().config(Run("specreason", 5.0, "average")).judge == "score"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("0.5", "log-probability threshold is at most 0"),
+    ("-1,abc", "log-probability threshold 'abc' is not a number"),
+    (" ", "--logprob-threshold is empty"),
+])
+def test_bad_logprob_thresholds(text, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_logprob_thresholds(text)
+
+
+def test_bad_judge_names():
+    with pytest.raises(ConfigError, match="unknown judge 'vibes'"):
+        parse_judges("score,vibes")
+    with pytest.raises(ConfigError, match="--judge is empty"):
+        parse_judges(",")
