@@ -1,13 +1,14 @@
 """The graph for ``langgraph dev`` / LangGraph Studio, built from environment settings.
 
-``langgraph.json`` at the repo root points here. Settings:
+``langgraph.json`` at the repo root points at :func:`make_graph` (LangGraph's server calls a
+graph factory; a module attribute built lazily is invisible to it). Settings:
 
 * ``SPECREASON_DRAFT_URL``, ``SPECREASON_BASE_URL`` (required): OpenAI-compatible base URLs;
 * ``SPECREASON_DRAFT_MODEL``, ``SPECREASON_BASE_MODEL``: served names (default: discovered);
 * ``SPECREASON_DRAFT_API_KEY``, ``SPECREASON_BASE_API_KEY``: keys, if the servers need them;
 * ``SPECREASON_FAMILY``: ``instruct`` (default) or ``think``;
 * ``SPECREASON_<KNOB>`` for any :class:`~.config.SpecReasonConfig` field, e.g.
-  ``SPECREASON_THRESHOLD=7``, ``SPECREASON_BUDGET=4096``.
+  ``SPECREASON_JUDGE=score``, ``SPECREASON_THRESHOLD=7``, ``SPECREASON_BUDGET=4096``.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .config import SpecReasonConfig
-from .endpoint import OpenAIEndpoint
-from .errors import ConfigError
-from .graph import create_specreason_graph
+# Absolute imports: `langgraph dev` loads this file by path, not as part of the package.
+from langchain_specreason.config import SpecReasonConfig
+from langchain_specreason.endpoint import OpenAIEndpoint
+from langchain_specreason.errors import ConfigError
+from langchain_specreason.graph import create_specreason_graph
 
 
 def graph_from_env(env: dict[str, str] | None = None) -> Any:
@@ -39,6 +41,11 @@ def graph_from_env(env: dict[str, str] | None = None) -> Any:
         endpoints["draft"], endpoints["base"], config=SpecReasonConfig.from_env(env),
         family=env.get("SPECREASON_FAMILY", "instruct"),
     )
+
+
+def make_graph() -> Any:
+    """The graph factory ``langgraph.json`` names (``langgraph dev`` calls it at load time)."""
+    return graph_from_env()
 
 
 def __getattr__(name: str) -> Any:  # built on first access, so importing never needs the env

@@ -22,7 +22,9 @@ def test_langgraph_json_points_at_the_studio_graph(monkeypatch):
     monkeypatch.setenv("SPECREASON_DRAFT_URL", "http://127.0.0.1:8101/v1")
     monkeypatch.setenv("SPECREASON_BASE_URL", "http://127.0.0.1:8102/v1")
     module = importlib.import_module(path.removeprefix("./").removesuffix(".py").replace("/", "."))
-    graph = getattr(module, attr)
+    factory = getattr(module, attr)
+    assert callable(factory)  # `langgraph dev` calls a factory; it cannot see a lazy attribute
+    graph = factory()
     assert set(NODES) <= set(graph.get_graph().nodes)
 
 
