@@ -62,5 +62,7 @@ async def test_token_count_is_exact_from_the_server(servers):
 
 async def test_conversation_longer_than_the_window_is_refused_before_generation(servers):
     model = make(servers)
-    with pytest.raises(ContextLengthError, match="context window is 4096"):
-        await model.ainvoke("word " * 5000)
+    window = await OpenAIEndpoint(servers.base_url, name="base").max_model_len()
+    assert window
+    with pytest.raises(ContextLengthError, match=f"context window is {window}"):
+        await model.ainvoke("word " * (window + 1000))

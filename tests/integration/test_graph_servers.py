@@ -119,6 +119,6 @@ async def test_context_longer_than_max_model_len_is_a_typed_error(servers):
     limit = await base.max_model_len()
     assert limit is not None
     long_text = "apple " * (limit + 100)
-    with pytest.raises(ContextLengthError) as info:
+    with pytest.raises(ContextLengthError, match="context") as info:
         await make_graph(servers).ainvoke({"messages": [("user", long_text)]})
     assert info.value.endpoint == "draft"

@@ -103,7 +103,7 @@ async def test_router_judge_escalates_at_tau_without_base_judging():
 
 
 async def test_router_tau_bounds_and_extremes():
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="tau"):
         RouterJudge(FakeRouter(), tau=1.5)
     draft = ScriptedEndpoint("draft", draft_handler)
     base = ScriptedEndpoint("base", base_handler)
@@ -135,7 +135,7 @@ def test_arbitrage_and_oracle_runs():
                     Run("arbitrage", 0.5), Run("oracle", 0.5, "average")]
     assert Run("arbitrage", 0.5).label == "arbitrage tau=0.5"
     for bad in ("1.5", "x", ""):
-        with pytest.raises(ConfigError):
+        with pytest.raises(ConfigError, match="tau"):
             parse_taus(bad)
 
 
@@ -158,6 +158,6 @@ async def test_label_problems_concurrently_then_resume(tmp_path):
                                  progress=False)
     assert (again.problems_done, again.problems_skipped) == (0, 3)
     assert len(base.requests) == calls  # nothing redone
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="concurrency must be at least 1"):
         await label_problems(draft, base, problems, tmp_path, config=SpecReasonConfig(),
                              concurrency=0, progress=False)

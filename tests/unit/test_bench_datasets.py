@@ -48,7 +48,7 @@ def test_jsonl_ids_default_to_line_numbers_and_limit_applies(tmp_path):
 def test_missing_field_names_the_field_the_file_and_the_line(tmp_path):
     path = tmp_path / "broken.jsonl"
     path.write_text('{"question": "1+1?", "answer": "2"}\n\n{"question": "2+2?"}\n')
-    with pytest.raises(InputError) as err:
+    with pytest.raises(InputError, match="missing field") as err:
         load_problems(str(path))
     message = str(err.value)
     assert "'answer'" in message and str(path) in message and "line 3" in message

@@ -19,14 +19,21 @@ from langchain_specreason.errors import HashMismatchError, ModelFetchError
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "model-wheels.txt"
 
 
-def test_catalog_pins_match_the_shared_list_when_present():
+def test_catalog_pins_are_complete():
     pinned = {req: sha for spec in CATALOG.values() for req, sha in spec.wheels}
     assert len(pinned) == 1 + 6 + 22
-    if SHARED.is_file():  # the project keeps its own copy; it must agree with the source
-        shared = dict(line.split(" --hash=sha256:") for line in SHARED.read_text().split("\n")
-                      if line.strip())
-        for req, sha in pinned.items():
-            assert shared[req] == sha
+    assert all(len(sha) == 64 and int(sha, 16) >= 0 for sha in pinned.values())
+
+
+@pytest.mark.skipif(not SHARED.is_file(), reason=(
+    "the shared notes beside the checkout are not there (a checkout elsewhere); the project "
+    "keeps its own pins in catalog.py, checked above"))
+def test_catalog_pins_match_the_shared_list():
+    pinned = {req: sha for spec in CATALOG.values() for req, sha in spec.wheels}
+    shared = dict(line.split(" --hash=sha256:") for line in SHARED.read_text().split("\n")
+                  if line.strip() and " --hash=sha256:" in line)
+    for req, sha in pinned.items():
+        assert shared[req] == sha
 
 
 def test_unknown_model_is_a_one_line_error():

@@ -243,7 +243,7 @@ async def test_resume_after_a_server_failure_loses_no_step():
     base = ScriptedEndpoint("base", base_of("9"))
     graph = create_specreason_graph(draft, base, checkpointer=InMemorySaver(), config=SCORE)
     thread = {"configurable": {"thread_id": "t1"}}
-    with pytest.raises(ConnectionError):
+    with pytest.raises(ConnectionError, match="draft server died"):
         await graph.ainvoke(QUESTION, thread)
     saved = await graph.aget_state(thread)
     assert [s["text"] for s in saved.values["steps"]] == ["S0.\n\n", "S1.\n\n"]

@@ -99,9 +99,9 @@ def test_tuple_and_dict_messages_are_accepted():
 
 
 def test_empty_or_userless_conversation_is_an_input_error():
-    with pytest.raises(InputError):
+    with pytest.raises(InputError, match="the conversation is empty"):
         to_openai_messages([])
-    with pytest.raises(InputError):
+    with pytest.raises(InputError, match="no user message"):
         to_openai_messages([SystemMessage("only system")])
 
 
