@@ -121,8 +121,19 @@ class LikelihoodScorer:
         for position in range(start, len(logprobs)):
             if logprobs[position] is None:
                 logprobs[position], tokens[position] = self._recall(full, position)
-        seconds, recomputed = done.seconds, False
-        if any(lp is None for lp in logprobs[start:]):
+        seconds, recomputed, skipped_first = done.seconds, False, False
+        if (self.how == "math" and logprobs[start] is None
+                and all(lp is not None for lp in logprobs[start + 1:])):
+            # The cache ended exactly where the step begins: vLLM computed no logprob for the
+            # step's first token (it needs the hidden state of the cached position before).
+            # Its text is the step minus the other tokens' text; a word can be skipped here.
+            rest = "".join(t or "" for t in tokens[start + 1:])
+            first = step[: len(step) - len(rest)] if step.endswith(rest) else None
+            if first is not None and not MATH_CHARS.intersection(first):
+                tokens[start], skipped_first = first, True
+        missing = any(lp is None for lp in logprobs[start + 1:]) or (
+            logprobs[start] is None and not skipped_first)
+        if missing:
             # cached by a call this scorer did not see: score the prompt without the cache
             done = await self.endpoint.prompt_logprobs(full, read_cache=False)
             seconds += done.seconds
@@ -144,6 +155,8 @@ class LikelihoodScorer:
         }
         if recomputed:
             detail["recomputed"] = True
+        if skipped_first:
+            detail["first_token_unscored"] = True
         return Score(value=aggregate(values, self.how, texts), seconds=seconds,
                      prompt_tokens=done.prompt_tokens, cached_tokens=done.cached_tokens,
                      detail=detail)

@@ -57,8 +57,10 @@ class FakeScorerServer:
         values: list[float | None] = [None] + [
             -5.0 if chr(t) in self.low else -0.1 for t in token_ids[1:]]
         cached = self.cached if read_cache else 0
-        values[:cached] = [None] * cached
-        return PromptLogprobs(values, prompt_tokens=len(token_ids), cached_tokens=cached,
+        if cached:  # like vLLM: no logprob at or before the last cached position + 1
+            values[:cached + 1] = [None] * (cached + 1)
+        texts = [None if v is None else chr(t) for v, t in zip(values, token_ids, strict=True)]
+        return PromptLogprobs(values, texts, prompt_tokens=len(token_ids), cached_tokens=cached,
                               seconds=0.01)
 
 
@@ -106,6 +108,23 @@ async def test_likelihood_recalls_cached_positions_it_computed_before():
     assert [read for _, read in server.calls] == [True, True]  # no recomputation
     assert "recomputed" not in verdict.detail
     assert verdict.detail["step_tokens"] == len("12 apples and pears.\n\n")
+
+
+async def test_math_aggregate_skips_an_unscored_first_word_instead_of_rescoring():
+    # the cache ends exactly where the step starts: vLLM gives no logprob for its first token
+    start = len(CONV[0]["content"])  # FakeScorerServer: one token per character
+    server = FakeScorerServer(low="7", cached=start)
+    judge = LikelihoodJudge(server, FMT, threshold=-3.5, how="math")
+    verdict = await judge.judge(ctx("She sold 48/2 = 27 clips.\n\n"))
+    assert [read for _, read in server.calls] == [True]  # no second call
+    assert verdict.detail["first_token_unscored"] is True
+    assert verdict.score == -5.0 and not verdict.accept
+    # a step starting with a number is rescored: its first token may be what is wrong
+    server2 = FakeScorerServer(low="7", cached=start)
+    judge2 = LikelihoodJudge(server2, FMT, threshold=-3.5, how="math")
+    again = await judge2.judge(ctx("7 clips.\n\n"))
+    assert [read for _, read in server2.calls] == [True, False]
+    assert again.detail["recomputed"] is True and again.score == -5.0
 
 
 async def test_confidence_judge_reads_the_drafts_logprobs_and_calls_nothing():
