@@ -173,7 +173,7 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
     head = ("| judge | AUROC arithmetic | AUROC operand | AUROC operation | AUROC all "
             "| threshold | right kept | wrong rejected (a/o/op) | best threshold "
             "| right kept | wrong rejected (a/o/op) | s/call | prefilled tok/call "
-            "| step tok/call |")
+            "| step tok/call | calls within the prefill bound |")
     lines = [head, "|---|" + "--:|" * (head.count("|") - 2)]
     for row in rows:
         au = row["auroc"]
@@ -189,7 +189,8 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
         cells += [f"{row['seconds_per_call']:.2f}" if "seconds_per_call" in row else "–",
                   f"{row['prefilled_per_call']:.0f}" if "prefilled_per_call" in row else "–",
                   f"{row['step_tokens_per_call']:.0f}" if "step_tokens_per_call" in row
-                  else "–"]
+                  else "–",
+                  _pct(row.get("within_bound"))]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
