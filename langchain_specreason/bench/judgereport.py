@@ -47,6 +47,10 @@ VARIANTS: dict[str, tuple[str, str, str | None]] = {
 """Report rows: (measure, score read, cheap check in front or None)."""
 
 
+DEFAULT_VARIANT = "arithmetic+likelihood (math)"
+"""The row of the library's default judge (drawn bold)."""
+
+
 def default_threshold(variant: str) -> float | None:
     """The threshold :class:`~..config.SpecReasonConfig`'s defaults give this variant."""
     cfg = SpecReasonConfig()
@@ -206,19 +210,23 @@ def plot_roc(records: Sequence[dict[str, Any]], path: Path) -> Path | None:
         return None
     kinds = {r["example"]: r["kind"] for r in records}
     fig, axes = plt.subplots(1, len(KINDS), figsize=(5 * len(KINDS), 4.6), sharey=True)
+    shown = [v for v in VARIANTS if "(min)" not in v and "(average)" not in v]
+    colours = plt.get_cmap("tab10").colors
     for ax, kind in zip(axes, KINDS, strict=True):
-        for variant in VARIANTS:
-            if "average" in variant or variant.startswith("score-reference (g"):
-                continue
+        for number, variant in enumerate(shown):
             scores = variant_scores(records, variant)
             right = [s for e, s in scores.items() if kinds[e] == "correct"]
             wrong = [s for e, s in scores.items() if kinds[e] == kind]
             if not right or not wrong:
                 continue
             xs, ys = zip(*roc_points(right, wrong), strict=True)
-            ax.plot(xs, ys, label=f"{variant} ({auroc(right, wrong):.2f})", linewidth=1.4)
+            default = variant == DEFAULT_VARIANT
+            ax.plot(xs, ys, label=f"{variant} ({auroc(right, wrong):.2f})"
+                    + (" - default" if default else ""),
+                    linewidth=2.6 if default else 1.3, color=colours[number % len(colours)],
+                    linestyle="-" if number < len(colours) else "--", zorder=3 if default else 2)
         ax.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1)
-        ax.set_title(f"right vs {kind} errors")
+        ax.set_title(f"right vs {kind} errors (AUROC in brackets)")
         ax.set_xlabel("wrong steps kept (FPR)")
         ax.legend(fontsize=7, loc="lower right")
     axes[0].set_ylabel("right steps kept (TPR)")
