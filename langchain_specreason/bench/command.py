@@ -96,6 +96,9 @@ def add_parser(subparsers: Any) -> None:
     runs.add_argument("--logprob-threshold", default=str(SpecReasonConfig.likelihood_threshold),
                       help="likelihood/confidence judges: log-probability threshold(s) <= 0; "
                            "write --logprob-threshold=-0.5,-1 for a list")
+    runs.add_argument("--first-n-base-steps", type=int, default=0,
+                      help="SpecReason modes: the base model writes the first N steps itself "
+                           "(the plan), the draft the rest (default 0)")
     runs.add_argument("--tau", default="0.5",
                       help="Arbitrage router threshold on p(escalate), 0-1; a comma list sweeps")
     runs.add_argument("--oracle-tau", type=float, default=0.0,
@@ -156,7 +159,8 @@ def make_plan(args: argparse.Namespace) -> Plan:
     all_runs = expand_runs(parse_modes(args.modes), parse_thresholds(args.threshold),
                            parse_score_methods(args.score_method), parse_taus(args.tau),
                            args.oracle_tau, args.sd_variant, parse_judges(args.judge),
-                           parse_logprob_thresholds(args.logprob_threshold))
+                           parse_logprob_thresholds(args.logprob_threshold),
+                           args.first_n_base_steps)
     source = ServerSource(args.profile, args.draft_url, args.base_url, args.sd_base_url,
                           args.router_url, args.router_model)
     groups = group_by_variant(all_runs)

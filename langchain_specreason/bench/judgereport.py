@@ -211,7 +211,7 @@ def plot_roc(records: Sequence[dict[str, Any]], path: Path) -> Path | None:
     kinds = {r["example"]: r["kind"] for r in records}
     fig, axes = plt.subplots(1, len(KINDS), figsize=(5 * len(KINDS), 4.6), sharey=True)
     shown = [v for v in VARIANTS if "(min)" not in v and "(average)" not in v]
-    colours = plt.get_cmap("tab10").colors
+    colours = [plt.get_cmap("tab10")(i) for i in range(10)]
     for ax, kind in zip(axes, KINDS, strict=True):
         for number, variant in enumerate(shown):
             scores = variant_scores(records, variant)

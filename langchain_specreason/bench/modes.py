@@ -53,6 +53,9 @@ class Run:
     judge: str | None = None
     """SpecReason modes: the judge when it is not ``score`` (``threshold`` is then on that
     judge's scale: a log-probability for ``likelihood`` and ``confidence``)."""
+    base_steps: int = 0
+    """SpecReason modes: the base model writes the first ``base_steps`` steps itself
+    (``first_n_base_steps``), e.g. the plan of the solution."""
 
     @property
     def label(self) -> str:
@@ -62,6 +65,8 @@ class Run:
             mode = f"{mode}[{self.variant}]"
         if self.judge is not None:
             mode = f"{mode} {self.judge}"
+        if self.base_steps:
+            mode = f"{mode} base-first={self.base_steps}"
         if self.threshold is None:
             return mode
         if self.mode not in SPECREASON_MODES:
@@ -70,15 +75,16 @@ class Run:
         return f"{mode} t={self.threshold:g}{method}"
 
     def key(self, problem_id: str) -> tuple[str, float | None, str | None, str | None,
-                                            str | None, str]:
+                                            str | None, int, str]:
         """The resume key of this run on one problem."""
         return (self.mode, self.threshold, self.score_method, self.variant, self.judge,
-                str(problem_id))
+                self.base_steps, str(problem_id))
 
-    def sort_key(self) -> tuple[int, str, float, str, str]:
+    def sort_key(self) -> tuple[int, str, int, float, str, str]:
         """Table order: modes in :data:`MODES` order, then threshold, score method, variant."""
         return (MODES.index(self.mode) if self.mode in MODES else len(MODES),
-                self.judge or "", -1.0 if self.threshold is None else self.threshold,
+                self.judge or "", self.base_steps,
+                -1.0 if self.threshold is None else self.threshold,
                 self.score_method or "", self.variant or "")
 
     @classmethod
@@ -90,7 +96,8 @@ class Run:
         judge = record.get("judge")
         return cls(mode, None if threshold is None else float(threshold),
                    record.get("score_method") if judge in (None, "score") else None, variant,
-                   None if judge in (None, "score") else str(judge))
+                   None if judge in (None, "score") else str(judge),
+                   int(record.get("first_n_base_steps") or 0))
 
 
 def _items(text: str) -> list[str]:
@@ -172,7 +179,7 @@ def expand_runs(modes: Iterable[str], thresholds: Iterable[float],
                 score_methods: Iterable[str], taus: Iterable[float] = (0.5,),
                 oracle_tau: float = 0.0, sd_variant: str = DEFAULT_SD_VARIANT,
                 judges: Iterable[str] = ("score",),
-                logprob_thresholds: Iterable[float] = (-0.5,)) -> list[Run]:
+                logprob_thresholds: Iterable[float] = (-0.5,), base_steps: int = 0) -> list[Run]:
     """The runs of a plan, in the given mode order.
 
     One per baseline mode; for SpecReason modes one per judge and, for the ``score`` judge,
@@ -190,12 +197,13 @@ def expand_runs(modes: Iterable[str], thresholds: Iterable[float],
                 last = parse_judge(judge)[-1]
                 if last == "score":
                     named = None if judge == "score" else judge
-                    runs += [Run(mode, t, m, variant, named)
+                    runs += [Run(mode, t, m, variant, named, base_steps)
                              for t in thresholds for m in score_methods]
                 elif last == "arithmetic":
-                    runs.append(Run(mode, None, None, variant, judge))
+                    runs.append(Run(mode, None, None, variant, judge, base_steps))
                 else:
-                    runs += [Run(mode, t, None, variant, judge) for t in logprob_thresholds]
+                    runs += [Run(mode, t, None, variant, judge, base_steps)
+                             for t in logprob_thresholds]
         elif mode == "arbitrage":
             runs += [Run(mode, tau) for tau in taus]
         elif mode == "oracle":

@@ -79,7 +79,8 @@ class BenchSettings:
         """The SpecReason config of ``run`` (baselines use its budget and sampling)."""
         extra: dict[str, Any] = {}
         if run.mode in SPECREASON_MODES:
-            extra.update(judge_settings(run.judge or "score", run.threshold))
+            extra.update(judge_settings(run.judge or "score", run.threshold),
+                         first_n_base_steps=run.base_steps)
         if run.score_method is not None:
             extra["score_method"] = run.score_method
         return SpecReasonConfig(
@@ -203,6 +204,7 @@ class Solver:
             "judge": self.config.judge if self.run.mode in SPECREASON_MODES else None,
             "logprob_aggregate": self.config.logprob_aggregate
             if self.run.mode in SPECREASON_MODES and self.run.judge else None,
+            "first_n_base_steps": self.run.base_steps or None,
             "correct": graded.correct, "prediction": graded.prediction, "gold": problem.gold,
             "grader": problem.grader, "latency_s": stats.wall_s, **stats.as_dict(),
             "judge_floor_tokens": got.judge_floor_tokens,

@@ -44,7 +44,7 @@ def test_thresholds_sweep_only_specreason_modes():
                     Run("specreason", 9.0, "greedy"), Run("specreason+sd", 5.0, "greedy", "sd"),
                     Run("specreason+sd", 9.0, "greedy", "sd")]
     assert Run("specreason", 7.0, "average").label == "specreason t=7 average"
-    assert Run("base").key("p1") == ("base", None, None, None, None, "p1")
+    assert Run("base").key("p1") == ("base", None, None, None, None, 0, "p1")
 
 
 def test_sd_runs_on_different_speculators_are_different_runs():
@@ -172,3 +172,16 @@ def test_bad_judge_names():
         parse_judges("score,vibes")
     with pytest.raises(ConfigError, match="--judge is empty"):
         parse_judges(",")
+
+
+def test_base_first_steps_are_part_of_a_runs_identity():
+    runs = expand_runs(["specreason"], [7.0], ["greedy"], judges=["arithmetic+likelihood"],
+                       logprob_thresholds=[-3.5], base_steps=2)
+    assert runs == [Run("specreason", -3.5, None, None, "arithmetic+likelihood", 2)]
+    assert runs[0].label == "specreason arithmetic+likelihood base-first=2 t=-3.5"
+    assert runs[0].key("p") != Run("specreason", -3.5, None, None, "arithmetic+likelihood").key("p")
+    assert Run.of({"mode": "specreason", "threshold": -3.5, "judge": "arithmetic+likelihood",
+                   "first_n_base_steps": 2}) == runs[0]
+    from langchain_specreason.bench.runner import BenchSettings
+
+    assert BenchSettings().config(runs[0]).first_n_base_steps == 2
