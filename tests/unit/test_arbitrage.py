@@ -161,3 +161,54 @@ async def test_label_problems_concurrently_then_resume(tmp_path):
     with pytest.raises(ConfigError, match="concurrency must be at least 1"):
         await label_problems(draft, base, problems, tmp_path, config=SpecReasonConfig(),
                              concurrency=0, progress=False)
+
+
+class ScoringBase(ScriptedEndpoint):
+    """The scripted base, plus token scoring: one token per character, digits after 'wrong'
+    in a step unlikely (the likelihood scorer's reading of a wrong step)."""
+
+    def __init__(self) -> None:
+        super().__init__("base", base_handler)
+        self.scored: list[str] = []
+
+    async def tokenize(self, messages, *, continue_final=False):
+        text = "".join(str(m["content"]) for m in messages) + ("" if continue_final else "|")
+        return [ord(c) for c in text]
+
+    async def prompt_logprobs(self, token_ids, *, read_cache=True):
+        from langchain_specreason.endpoint import PromptLogprobs
+
+        text = "".join(chr(t) for t in token_ids)
+        self.scored.append(text)
+        last = text.rsplit("\n\n", 2)[-2] if text.count("\n\n") >= 2 else text
+        low = "wrong" in last
+        values = [None] + [-6.0 if low and chr(t).isdigit() else -0.1 for t in token_ids[1:]]
+        return PromptLogprobs(values, [None] + [chr(t) for t in token_ids[1:]],
+                              prompt_tokens=len(token_ids), cached_tokens=0, seconds=0.01)
+
+
+async def test_label_with_the_likelihood_scorer(tmp_path):
+    from langchain_specreason.arbitrage.label import label_problems
+    from langchain_specreason.bench.datasets import Problem
+
+    problems = [Problem("p0", "What is 12*7?", "84", "number")]
+    base = ScoringBase()
+    summary = await label_problems(ScriptedEndpoint("draft", draft_handler), base, problems,
+                                   tmp_path, config=SpecReasonConfig(), scorer="likelihood",
+                                   progress=False)
+    rows = [json.loads(x) for x in (tmp_path / "labels.jsonl").read_text().splitlines()]
+    assert summary.steps == len(rows) == 3
+    assert not any(is_judge(r) for r in base.requests)  # no 0-9 judge call: token scoring
+    assert base.scored  # both steps of each position were scored by their token logprobs
+    for row in rows:
+        assert row["advantage"] == pytest.approx(row["base_score"] - row["draft_score"])
+        assert row["draft_score"] <= 0 and row["base_score"] <= 0
+
+
+async def test_label_rejects_an_unknown_scorer(tmp_path):
+    from langchain_specreason.arbitrage.label import label_problems
+
+    with pytest.raises(ConfigError, match="unknown step scorer 'vibes'"):
+        await label_problems(ScriptedEndpoint("draft", draft_handler), ScoringBase(), [],
+                             tmp_path, config=SpecReasonConfig(), scorer="vibes",
+                             progress=False)
