@@ -17,7 +17,8 @@
   (streamed by the base model, or by the draft with ``answer_by="draft"``).
 
 Every node writes events to LangGraph's ``custom`` stream (``drafted``, ``scored``, ``step``,
-``answer_delta``, ``done``) so a UI can show the trace live. Node updates are checkpointed
+``answer_delta``, ``done``, and ``fallback`` when the draft server fails: the base model then
+writes the remaining steps) so a UI can show the trace live. Node updates are checkpointed
 after each step: with a checkpointer, an interrupted thread resumes from its last completed
 node with ``graph.ainvoke(None, config)``.
 """
@@ -42,6 +43,7 @@ from langgraph.types import Checkpointer
 
 from .config import SpecReasonConfig
 from .endpoint import ChatRequest, Completion, Endpoint
+from .errors import EndpointError
 from .formats import PromptFormat, continue_messages, get_format, to_openai_messages
 from .judges import Judge, StepContext, make_judge
 from .state import Decision, PendingStep, SpecReasonState, StepRecord
@@ -120,7 +122,7 @@ def next_node(state: SpecReasonState, config: SpecReasonConfig) -> str:
     """Where to go after a step is kept (or at the start)."""
     if state.get("stop"):
         return "answer"
-    if len(state.get("steps") or []) < config.first_n_base_steps:
+    if len(state.get("steps") or []) < config.first_n_base_steps or state.get("draft_down"):
         return "regenerate"
     return "draft"
 
@@ -181,7 +183,7 @@ def create_specreason_graph(
     async def start(state: SpecReasonState) -> dict[str, Any]:
         to_openai_messages(state.get("messages") or [])  # raises InputError when unusable
         return {"steps": [], "pending": None, "lookahead": None, "tokens_used": 0, "repeats": 0,
-                "stop": None,
+                "stop": None, "draft_down": None,
                 "answer": "", "answer_tokens": 0, "answer_s": 0.0, "answer_prompt_tokens": 0,
                 "answer_finish": "", "input_tokens": 0}
 
@@ -212,7 +214,12 @@ def create_specreason_graph(
         if ready is not None and ready.get("index") == index:
             pending = ready  # drafted while the judge read the previous step
         else:
-            pending, done = await write_draft(state, config, index)
+            try:
+                pending, done = await write_draft(state, config, index)
+            except EndpointError as exc:  # the base model alone can always finish the run
+                get_stream_writer()({"type": "fallback", "step": index, "endpoint": draft.name,
+                                     "reason": str(exc)})
+                return {"lookahead": None, "pending": None, "draft_down": str(exc)}
             if index == 0:
                 update["input_tokens"] = done.prompt_tokens
         get_stream_writer()({"type": "drafted", "step": index, "text": pending["text"],
@@ -370,7 +377,7 @@ def create_specreason_graph(
                 messages = [*conversation, {"role": "assistant",
                                             "content": trace + fmt.thinking_end + "\n\n"}]
                 cont = True
-            endpoint = base if cfg.answer_by == "base" else draft
+            endpoint = base if cfg.answer_by == "base" or state.get("draft_down") else draft
             request = ChatRequest(
                 messages=messages, max_tokens=cfg.answer_max_tokens, continue_final=cont,
                 temperature=cfg.temperature, top_p=cfg.top_p, seed=cfg.seed,

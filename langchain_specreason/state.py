@@ -124,3 +124,6 @@ class SpecReasonState(TypedDict, total=False):
     """``stop``, ``length`` or ``tool_calls``: how the answer call ended."""
     input_tokens: int
     """Prompt tokens of the conversation (the first step's request)."""
+    draft_down: str | None
+    """Set when the draft server failed (after its retries): the base model writes the
+    remaining steps and the run goes on."""

@@ -41,6 +41,8 @@ class SpecReasonStats:
     stop: str | None
     draft_hidden_s: float = 0.0
     """Draft seconds that ran behind the judge (``lookahead``), not part of the wall time."""
+    draft_down: str | None = None
+    """Why the draft server failed, when it did: the base model wrote the steps after it."""
 
     @property
     def acceptance_rate(self) -> float:
@@ -95,6 +97,6 @@ class SpecReasonStats:
             regenerate_s=sum(s["regen_s"] for s in steps),
             answer_s=float(state.get("answer_s") or 0.0),
             wall_s=wall_s,
-            stop=state.get("stop"),
+            stop=state.get("stop"), draft_down=state.get("draft_down"),
             draft_hidden_s=sum(s.get("draft_hidden_s", 0.0) for s in steps),
         )

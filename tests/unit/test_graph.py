@@ -296,3 +296,43 @@ async def test_client_leaving_the_stream_mid_run_resumes_to_the_answer():
     assert [s["text"] for s in out["steps"]] == ["S0.\n\n", "S1.\n\n", "S2.\n\n", "S3."]
     assert out["stop"] == "end"
     assert out["answer"] == "S0.\n\nS1.\n\nS2.\n\nS3."
+
+
+async def test_a_dead_draft_server_hands_the_remaining_steps_to_the_base():
+    from langchain_specreason.errors import EndpointError
+
+    calls = {"n": 0}
+
+    def dying_draft(req):
+        calls["n"] += 1
+        if partial_of(req).count("\n\n") >= 1:
+            raise EndpointError("draft", "http://d/v1", "unreachable after 3 attempts")
+        return step("D0.", 4)
+
+    def base(req):
+        if is_judge(req):
+            return score("9")
+        index = partial_of(req).count("\n\n")
+        return step(f"B{index}.", 5, end=index == 2)
+
+    graph = create_specreason_graph(ScriptedEndpoint("draft", dying_draft),
+                                    ScriptedEndpoint("base", base),
+                                    config=SpecReasonConfig(judge="score", lookahead=False))
+    events = []
+    out = None
+    async for mode, chunk in graph.astream(QUESTION, stream_mode=["custom", "values"]):
+        if mode == "custom":
+            events.append(chunk)
+        else:
+            out = chunk
+    assert out is not None
+    assert [(s["author"], s["decision"]) for s in out["steps"]] == [
+        ("draft", "kept"), ("base", "base"), ("base", "base")]
+    assert out["answer"].endswith("B2.")
+    assert out["draft_down"].startswith("draft endpoint at http://d/v1")
+    fallbacks = [e for e in events if e["type"] == "fallback"]
+    assert len(fallbacks) == 1 and fallbacks[0]["step"] == 1
+    assert calls["n"] == 2  # no draft call after it failed
+    from langchain_specreason import SpecReasonStats
+
+    assert SpecReasonStats.from_state(out).draft_down == out["draft_down"]
