@@ -26,6 +26,9 @@ def format_event(event: dict[str, Any]) -> str | None:
         return f"  step {event['step']:>2} {label[event['decision']]} {_one_line(event['text'])}"
     if kind == "done":
         return f"  reasoning stopped: {event['reason']}"
+    if kind == "fallback":
+        return (f"  step {event['step']:>2} {event['endpoint']} server failed; the base model "
+                f"writes the rest ({_one_line(event['reason'], 80)})")
     return None
 
 

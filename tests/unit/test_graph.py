@@ -336,3 +336,14 @@ async def test_a_dead_draft_server_hands_the_remaining_steps_to_the_base():
     from langchain_specreason import SpecReasonStats
 
     assert SpecReasonStats.from_state(out).draft_down == out["draft_down"]
+
+
+def test_console_prints_the_fallback_and_log_probability_scores():
+    from langchain_specreason.console import format_event
+
+    line = format_event({"type": "fallback", "step": 3, "endpoint": "draft",
+                         "reason": "draft endpoint at http://d/v1: unreachable"})
+    assert line == ("  step  3 draft server failed; the base model writes the rest "
+                    "(draft endpoint at http://d/v1: unreachable)")
+    assert format_event({"type": "scored", "step": 2, "score": -4.25, "accepted": False,
+                         "seconds": 1.0}) == "  step  2 scored   -4.2 -> reject (1.0 s)"
