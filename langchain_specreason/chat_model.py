@@ -95,7 +95,8 @@ class ChatSpecReason(BaseChatModel):
 
             from langchain_specreason import ChatSpecReason
 
-            llm = ChatSpecReason(threshold=7, budget=1024, temperature=0)
+            llm = ChatSpecReason(budget=1024, temperature=0)   # default judge
+            paper = ChatSpecReason(judge="score", threshold=7, judge_wording="reference")
 
     Invoke:
         .. code-block:: python
