@@ -43,7 +43,7 @@ from langgraph.types import Checkpointer
 
 from .config import SpecReasonConfig
 from .endpoint import ChatRequest, Completion, Endpoint
-from .errors import EndpointError
+from .errors import ContextLengthError, EndpointError
 from .formats import PromptFormat, continue_messages, get_format, to_openai_messages
 from .judges import Judge, StepContext, make_judge
 from .state import Decision, PendingStep, SpecReasonState, StepRecord
@@ -217,6 +217,8 @@ def create_specreason_graph(
             try:
                 pending, done = await write_draft(state, config, index)
             except EndpointError as exc:  # the base model alone can always finish the run
+                if isinstance(exc, ContextLengthError):
+                    raise  # the prompt itself is too long: the base cannot take it either
                 get_stream_writer()({"type": "fallback", "step": index, "endpoint": draft.name,
                                      "reason": str(exc)})
                 return {"lookahead": None, "pending": None, "draft_down": str(exc)}

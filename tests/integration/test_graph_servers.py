@@ -106,12 +106,28 @@ async def test_empty_conversation_is_refused_before_any_call(servers):
         await make_graph(servers).ainvoke({"messages": []})
 
 
-async def test_unreachable_endpoint_is_a_typed_error_after_bounded_retries(servers):
-    dead = OpenAIEndpoint("http://127.0.0.1:9/v1", model="x", name="draft", max_retries=1)
-    graph = create_specreason_graph(dead, OpenAIEndpoint(servers.base_url, name="base"))
-    with pytest.raises(EndpointError, match=r"draft endpoint at http://127.0.0.1:9/v1: "
+async def test_unreachable_base_is_a_typed_error_after_bounded_retries(servers):
+    dead = OpenAIEndpoint("http://127.0.0.1:9/v1", model="x", name="base", max_retries=1)
+    graph = create_specreason_graph(OpenAIEndpoint(servers.draft_url, name="draft"), dead,
+                                    config=SpecReasonConfig(**FAST))
+    with pytest.raises(EndpointError, match=r"base endpoint at http://127.0.0.1:9/v1: "
                                             r"unreachable after 2 attempts"):
         await asyncio.wait_for(graph.ainvoke({"messages": [("user", "hi")]}), timeout=60)
+
+
+async def test_unreachable_draft_hands_the_run_to_the_base_model(servers):
+    dead = OpenAIEndpoint("http://127.0.0.1:9/v1", model="x", name="draft", max_retries=1)
+    base = OpenAIEndpoint(servers.base_url, name="base")
+    graph = create_specreason_graph(dead, base, config=SpecReasonConfig(**FAST))
+    before = (await scrape(servers.base_url))[REQUESTS]
+    out = await asyncio.wait_for(graph.ainvoke({"messages": [("user", QUESTION)]}), timeout=600)
+    assert out["answer"].strip()
+    assert out["draft_down"].startswith("draft endpoint at http://127.0.0.1:9/v1: unreachable")
+    assert out["steps"] and all(s["author"] == "base" and s["decision"] == "base"
+                                for s in out["steps"])
+    # the base server wrote every step (and the answer if one was needed): no judge call
+    calls = (await scrape(servers.base_url))[REQUESTS] - before
+    assert calls == len(out["steps"]) + (1 if out["answer_tokens"] else 0)
 
 
 async def test_context_longer_than_max_model_len_is_a_typed_error(servers):
