@@ -23,9 +23,9 @@ judge call then reports ``prompt_tokens - cached_tokens``. Results are appended 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ from .datasets import Problem
 from .judgedata import JudgeExample, load_judge_examples
 from .judgereport import write_judge_report
 from .meta import MetaFile
+from .modes import parse_choices
 from .prompts import build_prompt
 from .results import JsonlAppender, read_records
 from .servers import ServerPair, ServerSource, reset_prefix_cache
@@ -76,22 +77,13 @@ def add_parser(subparsers: Any) -> None:
 
 def parse_measures(text: str) -> list[str]:
     """Measures of a comma list; ConfigError when one is unknown or the list is empty."""
-    names = list(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
-    if not names:
-        raise ConfigError(f"--measures is empty; measures: {', '.join(MEASURES)}")
-    for name in names:
-        if name not in MEASURES:
-            raise ConfigError(f"unknown measure {name!r}; measures: {', '.join(MEASURES)}")
-    return names
+    return parse_choices(text, MEASURES, noun="measure")
 
 
 def conversation(example: JudgeExample) -> list[dict[str, Any]]:
     """The user turn the judged reasoning answers (the benchmark's own prompt)."""
     problem = Problem(example.problem_id, example.question, "", "number")
     return [{"role": "user", "content": build_prompt(problem)}]
-
-
-Call = Callable[[JudgeExample], Awaitable[dict[str, Any]]]
 
 
 class Measures:
@@ -175,7 +167,7 @@ async def run_judges(args: argparse.Namespace) -> int:
           f"{len(todo)} calls to make; results in {out}", file=sys.stderr, flush=True)
     if todo:
         needs_servers = any(MEASURES[m] != "no server" for m, _ in todo)
-        with source.servers(None) if needs_servers else _no_servers() as pair:
+        with source.servers(None) if needs_servers else contextlib.nullcontext() as pair:
             if pair is not None:
                 meta.add_servers(pair.describe())
             await _run(todo, pair, fmt, out, progress=not args.no_progress)
@@ -183,14 +175,6 @@ async def run_judges(args: argparse.Namespace) -> int:
     for path in write_judge_report(out):
         print(path)
     return 0
-
-
-class _no_servers:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 async def _run(todo: list[tuple[str, JudgeExample]], pair: ServerPair | None,

@@ -104,15 +104,24 @@ def _items(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def parse_choices(text: str, choices: Iterable[str], *, noun: str) -> list[str]:
+    """Names of a comma list, in the given order, duplicates removed; each one of ``choices``.
+
+    ConfigError (``--<noun>s is empty`` / ``unknown <noun> 'x'``) naming the choices.
+    """
+    known = list(choices)
+    names = list(dict.fromkeys(_items(text)))
+    if not names:
+        raise ConfigError(f"--{noun}s is empty; {noun}s: {', '.join(known)}")
+    for name in names:
+        if name not in known:
+            raise ConfigError(f"unknown {noun} {name!r}; {noun}s: {', '.join(known)}")
+    return names
+
+
 def parse_modes(text: str) -> list[str]:
     """Modes of a comma list, in the given order, duplicates removed; ConfigError if unknown."""
-    modes = list(dict.fromkeys(_items(text)))
-    if not modes:
-        raise ConfigError(f"--modes is empty; modes: {', '.join(MODES)}")
-    for mode in modes:
-        if mode not in MODES:
-            raise ConfigError(f"unknown mode {mode!r}; modes: {', '.join(MODES)}")
-    return modes
+    return parse_choices(text, MODES, noun="mode")
 
 
 def _parse_numbers(text: str, *, name: str, high: float, out_of_range: str,
