@@ -27,7 +27,10 @@ from tenacity import (
 )
 
 from .errors import ContextLengthError, EndpointError
-from .serving.vllm_plugin import READ_PREFIX_CACHE_XARG
+
+READ_PREFIX_CACHE_XARG = "specreason_read_prefix_cache"
+"""The ``vllm_xargs`` key that lets a ``prompt_logprobs`` request read the prefix cache (the
+server-side half is :mod:`langchain_specreason.serving.vllm_plugin`)."""
 
 
 @dataclass(frozen=True)

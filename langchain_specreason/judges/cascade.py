@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from ..arithmetic import check_step
+from .arithmetic import check_step
 from .base import Judge, StepContext, Verdict
 
 REJECTED_BY_CHECK = -1000.0

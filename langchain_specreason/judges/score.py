@@ -18,8 +18,8 @@ from typing import Any
 from ..config import ScoreMethod, Wording
 from ..endpoint import ChatRequest, Endpoint
 from ..formats import PromptFormat
-from ..scoring import average_score, greedy_score
 from .base import Score, StepContext, Verdict
+from .scoring import average_score, greedy_score
 
 JUDGE_QUESTION = (
     "Rate only the last paragraph of your reply above: is it factually correct and "

@@ -29,10 +29,10 @@ from typing import IO
 import httpx
 
 from ..arbitrage.features import ROUTER_CONFIG
-from ..catalog import CATALOG
 from ..endpoint import server_root
 from ..errors import PortInUseError, ServeError, ServerDiedError
-from ..fetch import cache_root, fetch, model_dir
+from .catalog import CATALOG
+from .fetch import cache_root, fetch, model_dir
 from .profiles import Profile, Role, ServerSpec
 
 _MODEL_REF = re.compile(r"\{model:([^}]+)\}")

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-READ_PREFIX_CACHE_XARG = "specreason_read_prefix_cache"
+from ..endpoint import READ_PREFIX_CACHE_XARG
+
 _PATCHED = "_specreason_read_prefix_cache"
 
 

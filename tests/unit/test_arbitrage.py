@@ -8,15 +8,15 @@ import pytest
 
 from langchain_specreason import SpecReasonConfig
 from langchain_specreason.arbitrage.features import router_text
-from langchain_specreason.arbitrage.label import labelled_steps
 from langchain_specreason.arbitrage.oracle import OracleJudge
 from langchain_specreason.arbitrage.router import RouterJudge
-from langchain_specreason.bench.modes import Run, expand_runs, parse_taus
 from langchain_specreason.endpoint import ChatRequest, Classified, Completion
 from langchain_specreason.errors import ConfigError
 from langchain_specreason.formats import get_format
 from langchain_specreason.graph import create_specreason_graph
 from langchain_specreason.judges import BaseModelScorer
+from langchain_specreason.lab.bench.modes import Run, expand_runs, parse_taus
+from langchain_specreason.lab.training.label import labelled_steps
 
 from .fakes import ScriptedEndpoint, is_judge, partial_of, score, step
 
@@ -140,8 +140,8 @@ def test_arbitrage_and_oracle_runs():
 
 
 async def test_label_problems_concurrently_then_resume(tmp_path):
-    from langchain_specreason.arbitrage.label import label_problems
-    from langchain_specreason.bench.datasets import Problem
+    from langchain_specreason.lab.bench.datasets import Problem
+    from langchain_specreason.lab.training.label import label_problems
 
     problems = [Problem(f"p{i}", f"What is 12*{i}?", str(12 * i), "number") for i in range(3)]
     draft = ScriptedEndpoint("draft", draft_handler)
@@ -188,8 +188,8 @@ class ScoringBase(ScriptedEndpoint):
 
 
 async def test_label_with_the_likelihood_scorer(tmp_path):
-    from langchain_specreason.arbitrage.label import label_problems
-    from langchain_specreason.bench.datasets import Problem
+    from langchain_specreason.lab.bench.datasets import Problem
+    from langchain_specreason.lab.training.label import label_problems
 
     problems = [Problem("p0", "What is 12*7?", "84", "number")]
     base = ScoringBase()
@@ -206,7 +206,7 @@ async def test_label_with_the_likelihood_scorer(tmp_path):
 
 
 async def test_label_rejects_an_unknown_scorer(tmp_path):
-    from langchain_specreason.arbitrage.label import label_problems
+    from langchain_specreason.lab.training.label import label_problems
 
     with pytest.raises(ConfigError, match="unknown step scorer 'vibes'"):
         await label_problems(ScriptedEndpoint("draft", draft_handler), ScoringBase(), [],

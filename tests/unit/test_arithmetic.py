@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from langchain_specreason.arithmetic import (
+from langchain_specreason.judges.arithmetic import (
     ArithmeticCheck,
     Equation,
     check_step,

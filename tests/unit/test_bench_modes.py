@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from langchain_specreason import ConfigError, ServeError
-from langchain_specreason.bench.command import default_out, make_plan
-from langchain_specreason.bench.modes import (
+from langchain_specreason.cli import build_parser, main
+from langchain_specreason.lab.bench.command import default_out, make_plan
+from langchain_specreason.lab.bench.modes import (
     Run,
     expand_runs,
     group_by_variant,
@@ -16,8 +17,7 @@ from langchain_specreason.bench.modes import (
     parse_score_methods,
     parse_thresholds,
 )
-from langchain_specreason.bench.servers import ServerSource
-from langchain_specreason.cli import build_parser, main
+from langchain_specreason.lab.bench.servers import ServerSource
 
 URLS = ["--draft-url", "http://127.0.0.1:1/v1", "--base-url", "http://127.0.0.1:2/v1"]
 
@@ -149,7 +149,7 @@ def test_judges_expand_on_their_own_threshold_scales():
 
 
 def test_judge_settings_reach_the_config():
-    from langchain_specreason.bench.runner import BenchSettings
+    from langchain_specreason.lab.bench.runner import BenchSettings
 
     config = BenchSettings().config(Run("specreason", -2.0, None, None, "arithmetic+likelihood"))
     assert (config.judge, config.likelihood_threshold) == ("arithmetic+likelihood", -2.0)
@@ -182,6 +182,6 @@ def test_base_first_steps_are_part_of_a_runs_identity():
     assert runs[0].key("p") != Run("specreason", -3.5, None, None, "arithmetic+likelihood").key("p")
     assert Run.of({"mode": "specreason", "threshold": -3.5, "judge": "arithmetic+likelihood",
                    "first_n_base_steps": 2}) == runs[0]
-    from langchain_specreason.bench.runner import BenchSettings
+    from langchain_specreason.lab.bench.runner import BenchSettings
 
     assert BenchSettings().config(runs[0]).first_n_base_steps == 2

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from langchain_specreason.bench.prefill import judge_prefill_floor
 from langchain_specreason.endpoint import OpenAIEndpoint
 from langchain_specreason.formats import get_format
+from langchain_specreason.lab.bench.prefill import judge_prefill_floor
 
 from .fakes import loopback_server
 

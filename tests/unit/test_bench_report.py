@@ -7,8 +7,9 @@ import math
 
 import pytest
 
-from langchain_specreason.bench.modes import Run
-from langchain_specreason.bench.report import (
+from langchain_specreason.cli import main
+from langchain_specreason.lab.bench.modes import Run
+from langchain_specreason.lab.bench.report import (
     ACCURACY_PLOT,
     SUMMARY_JSON,
     SUMMARY_MD,
@@ -19,7 +20,6 @@ from langchain_specreason.bench.report import (
     summarize,
     write_report,
 )
-from langchain_specreason.cli import main
 
 ZERO = dict(steps_drafted=0, steps_kept=0, steps_rewritten=0, steps_base=0, judge_calls=0,
             judge_prefill_tokens=0, draft_s=0.0, judge_s=0.0, regenerate_s=0.0, answer_s=0.0,

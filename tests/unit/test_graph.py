@@ -339,7 +339,7 @@ async def test_a_dead_draft_server_hands_the_remaining_steps_to_the_base():
 
 
 def test_console_prints_the_fallback_and_log_probability_scores():
-    from langchain_specreason.console import format_event
+    from langchain_specreason.cli.console import format_event
 
     line = format_event({"type": "fallback", "step": 3, "endpoint": "draft",
                          "reason": "draft endpoint at http://d/v1: unreachable"})

@@ -11,7 +11,7 @@ from fractions import Fraction
 import pytest
 
 from langchain_specreason import ConfigError
-from langchain_specreason.bench.judgedata import (
+from langchain_specreason.lab.bench.judgedata import (
     KINDS,
     Annotated,
     build_examples,

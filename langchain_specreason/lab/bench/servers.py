@@ -17,11 +17,11 @@ from typing import Any
 
 import httpx
 
-from ..arbitrage.features import ROUTER_CONFIG
-from ..endpoint import server_root
-from ..errors import ConfigError
-from ..serving.launcher import Launcher
-from ..serving.profiles import Profile, Role, load_profile
+from ...arbitrage.features import ROUTER_CONFIG
+from ...endpoint import server_root
+from ...errors import ConfigError
+from ...serving.launcher import Launcher
+from ...serving.profiles import Profile, Role, load_profile
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..config import SpecReasonConfig
-from ..judges import REJECTED_BY_CHECK
+from ...config import SpecReasonConfig
+from ...judges import REJECTED_BY_CHECK
 from .judgedata import KINDS
 from .results import read_records
 

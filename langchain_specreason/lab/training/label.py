@@ -17,19 +17,19 @@ from typing import Any
 
 from tqdm import tqdm
 
+from ...arbitrage.features import LabelledStep, PrefixStep
+from ...arbitrage.oracle import OracleJudge
+from ...config import ScoreMethod, SpecReasonConfig
+from ...endpoint import Endpoint, TokenScorer
+from ...errors import ConfigError
+from ...formats import get_format
+from ...graph import create_specreason_graph
+from ...judges import LikelihoodScorer
+from ...state import StepRecord
 from ..bench.datasets import Problem
 from ..bench.grading import grade
 from ..bench.prompts import build_prompt
 from ..bench.results import JsonlAppender, read_records
-from ..config import ScoreMethod, SpecReasonConfig
-from ..endpoint import Endpoint, TokenScorer
-from ..errors import ConfigError
-from ..formats import get_format
-from ..graph import create_specreason_graph
-from ..judges import LikelihoodScorer
-from ..state import StepRecord
-from .features import LabelledStep, PrefixStep
-from .oracle import OracleJudge
 
 LABELS = "labels.jsonl"
 PROBLEMS = "problems.jsonl"

@@ -34,8 +34,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, InputError
-from .features import ROUTER_CONFIG, ROUTER_MAX_TOKENS, LabelledStep, label_of, router_text
+from ...arbitrage.features import (
+    ROUTER_CONFIG,
+    ROUTER_MAX_TOKENS,
+    LabelledStep,
+    label_of,
+    router_text,
+)
+from ...errors import ConfigError, InputError
 
 """What :func:`train_router` writes beside the model: how the router reads its input."""
 

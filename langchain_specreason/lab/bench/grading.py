@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from .datasets import LETTERS, Grader
 
 _NUMBER = re.compile(r"(?<![\d.])-?\d+(?:,\d{3})*(?:\.\d+)?|(?<![\d.])-?\.\d+")

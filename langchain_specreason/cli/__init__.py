@@ -14,22 +14,8 @@ import time
 from collections.abc import Sequence
 from types import FrameType
 
-from .catalog import CATALOG
-from .config import SpecReasonConfig
-from .errors import ConfigError, SpecReasonError
-
-DEFAULT_QUESTION = (
-    "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips "
-    "in May. How many clips did Natalia sell altogether in April and May?"
-)
-
-
-def _add_server_flags(p: argparse.ArgumentParser, default_profile: str) -> None:
-    p.add_argument("--profile", default=default_profile,
-                   help=f"serve profile name or TOML path (default: {default_profile})")
-    p.add_argument("--variant", help="profile variant (e.g. sd, ngram, eagle3)")
-    p.add_argument("--draft-url", help="use this running draft server (OpenAI base URL)")
-    p.add_argument("--base-url", help="use this running base server (OpenAI base URL)")
+from ..errors import ConfigError, SpecReasonError
+from ..serving.catalog import CATALOG
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,20 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-dir", help="where server logs go")
     serve.add_argument("--list", action="store_true", help="list profiles and exit")
 
-    demo = sub.add_parser("demo", help="answer one question with SpecReason and the base alone")
-    _add_server_flags(demo, "cpu")
-    demo.add_argument("--question", default=DEFAULT_QUESTION)
-    demo.add_argument("--judge", default=SpecReasonConfig.judge,
-                      help=f"judge (default {SpecReasonConfig.judge}; see `specreason bench "
-                           "judges`)")
-    demo.add_argument("--threshold", type=float,
-                      help="the judge's threshold on its own scale (default: the judge's)")
-    demo.add_argument("--budget", type=int, default=1024)
-    demo.add_argument("--temperature", type=float, default=0.0)
-    from .bench.command import add_parser as add_bench_parser
+    from .demo import add_parser as add_demo_parser
+
+    add_demo_parser(sub)
+    from ..lab.bench.command import add_parser as add_bench_parser
 
     add_bench_parser(sub)
-    from .arbitrage.command import add_parser as add_arbitrage_parser
+    from ..lab.training.command import add_parser as add_arbitrage_parser
 
     add_arbitrage_parser(sub)
     return parser
@@ -101,11 +80,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return asyncio.run(run_demo(args))
         if args.command == "bench":
-            from .bench.command import run as run_bench
+            from ..lab.bench.command import run as run_bench
 
             return asyncio.run(run_bench(args))
         if args.command == "arbitrage":
-            from .arbitrage.command import run as run_arbitrage
+            from ..lab.training.command import run as run_arbitrage
 
             return asyncio.run(run_arbitrage(args))
     except SpecReasonError as exc:
@@ -122,7 +101,7 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def _models(args: argparse.Namespace) -> int:
-    from .fetch import fetch, is_fetched, model_dir
+    from ..serving.fetch import fetch, is_fetched, model_dir
 
     if args.models_command == "list":
         for name, spec in CATALOG.items():
@@ -140,8 +119,8 @@ def _models(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from .serving.launcher import Launcher
-    from .serving.profiles import Role, list_profiles, load_profile
+    from ..serving.launcher import Launcher
+    from ..serving.profiles import Role, list_profiles, load_profile
 
     if args.list:
         for name in list_profiles():

@@ -22,9 +22,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-from ..config import SpecReasonConfig
-from ..errors import ConfigError
-from ..serving.profiles import load_profile
+from ...config import SpecReasonConfig
+from ...errors import ConfigError
+from ...serving.profiles import load_profile
 from .datasets import GRADERS, Problem, is_file_dataset, load_problems
 from .judgebench import add_parser as add_judges_parser
 from .judgebench import run_judges

@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..endpoint import OpenAIEndpoint
-from ..errors import EndpointError
-from ..formats import PromptFormat, continue_messages
-from ..state import StepRecord
+from ...endpoint import OpenAIEndpoint
+from ...errors import EndpointError
+from ...formats import PromptFormat, continue_messages
+from ...state import StepRecord
 
 
 async def judge_prefill_floor(

@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ...arbitrage.features import ROUTER_MAX_TOKENS
+from ...errors import ConfigError
 from ..bench.command import add_generation_flags
-from ..errors import ConfigError
-from .features import ROUTER_MAX_TOKENS
 
 
 def add_parser(subparsers: Any) -> None:
@@ -86,11 +86,11 @@ async def run(args: argparse.Namespace) -> int:
 
 
 async def _label(args: argparse.Namespace) -> int:
+    from ...endpoint import OpenAIEndpoint
     from ..bench.command import generation_settings
     from ..bench.datasets import is_file_dataset, load_problems
     from ..bench.modes import Run
     from ..bench.servers import ServerSource
-    from ..endpoint import OpenAIEndpoint
     from .label import label_problems
 
     settings = generation_settings(args)
@@ -114,9 +114,9 @@ async def _label(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from ..catalog import CATALOG
-    from ..fetch import fetch
-    from ..serving.launcher import router_dir
+    from ...serving.catalog import CATALOG
+    from ...serving.fetch import fetch
+    from ...serving.launcher import router_dir
     from .label import LABELS
     from .train import load_labels, train_router
 

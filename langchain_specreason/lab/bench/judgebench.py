@@ -32,13 +32,13 @@ from typing import Any
 
 from tqdm import tqdm
 
-from ..arithmetic import check_step
-from ..endpoint import OpenAIEndpoint
-from ..errors import ConfigError
-from ..formats import PromptFormat, continue_messages, get_format
-from ..judges import BaseModelScorer, LikelihoodScorer
-from ..scoring import average_score, greedy_score
-from ..serving.profiles import load_profile
+from ...endpoint import OpenAIEndpoint
+from ...errors import ConfigError
+from ...formats import PromptFormat, continue_messages, get_format
+from ...judges import BaseModelScorer, LikelihoodScorer
+from ...judges.arithmetic import check_step
+from ...judges.scoring import average_score, greedy_score
+from ...serving.profiles import load_profile
 from .datasets import Problem
 from .judgedata import JudgeExample, load_judge_examples
 from .judgereport import write_judge_report

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from ..errors import InputError
+from ...errors import InputError
 from .modes import Run
 
 RESULTS = "results.jsonl"

