@@ -25,7 +25,7 @@ from langchain_core.utils import from_env, secret_from_env
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 
-from .config import DEFAULT_JUDGE, Aggregate, ScoreMethod, SpecReasonConfig, Wording
+from .config import DEFAULT_JUDGE, SpecReasonConfig
 from .endpoint import Endpoint, OpenAIEndpoint, server_root
 from .errors import ConfigError, ContextLengthError
 from .formats import get_format, to_openai_messages
@@ -37,7 +37,7 @@ _Parent = AsyncCallbackManagerForLLMRun | CallbackManagerForLLMRun
 """The chat model's run: its handlers, tags and metadata parent the graph's child runs."""
 
 
-class ChatSpecReason(BaseChatModel):
+class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     """Chat model that reasons with SpecReason over a draft and a base vLLM server.
 
     A small draft model writes each reasoning step; the base model scores it in one forward
@@ -146,7 +146,8 @@ class ChatSpecReason(BaseChatModel):
             msg.usage_metadata  # input / output / total, reasoning tokens in output details
     """
 
-    model_config = ConfigDict(populate_by_name=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(populate_by_name=True, arbitrary_types_allowed=True, frozen=False,
+                              extra="ignore", use_attribute_docstrings=True)
 
     draft_url: str | None = Field(default_factory=from_env("SPECREASON_DRAFT_URL", default=None))
     """OpenAI-compatible base URL of the draft server (env ``SPECREASON_DRAFT_URL``)."""
@@ -167,43 +168,11 @@ class ChatSpecReason(BaseChatModel):
     judge: str = Field(default_factory=from_env("SPECREASON_JUDGE", default=DEFAULT_JUDGE))
     """Which judge keeps or rejects draft steps (env ``SPECREASON_JUDGE``): ``score``,
     ``likelihood``, ``confidence``, ``arithmetic``, or a cascade such as
-    ``arithmetic+likelihood`` (see :mod:`langchain_specreason.judges`)."""
-    threshold: float = 7.0
-    """``score`` judge: keep a draft step scoring at least this (0 keeps all, 10 rewrites all)."""
-    score_method: ScoreMethod = "greedy"
-    """``score`` judge: ``greedy`` (the digit) or ``average`` (weighted over the digits)."""
-    judge_wording: Wording = "short"
-    """``score`` judge: ``short`` or ``reference`` (the SpecReason paper's exact wording)."""
-    judge_top_logprobs: int = 10
-    """``score`` judge: how many top logprobs it reads."""
-    likelihood_threshold: float = SpecReasonConfig.likelihood_threshold
-    """``likelihood`` judge: keep a step whose base-model log-probability reaches this (<= 0)."""
-    confidence_threshold: float = SpecReasonConfig.confidence_threshold
-    """``confidence`` judge: keep a step whose draft-model log-probability reaches this."""
-    logprob_aggregate: Aggregate = SpecReasonConfig.logprob_aggregate
-    """``likelihood``/``confidence``: ``mean`` or ``min`` of the step's token log-probabilities."""
-    budget: int = 8192
-    """Token budget of the reasoning."""
-    step_max_tokens: int = 512
-    """Cap on one step's tokens."""
-    first_n_base_steps: int = 0
-    """The base model writes the first n steps itself."""
-    lookahead: bool = True
-    """Draft the next step while the base model judges this one (same reply, less waiting)."""
-    delimiter: str = "\n\n"
-    """Text that ends a step."""
-    repeat_window: int = 8
-    """Stop when a step repeats one of the last n kept steps."""
-    answer_by: Literal["base", "draft"] = "base"
-    """Which model writes the answer after the reasoning."""
-    temperature: float = 0.6
-    """Sampling temperature of steps and answer (the judge is greedy)."""
-    top_p: float = 0.95
-    """Nucleus sampling of steps and answer."""
-    seed: int | None = None
-    """Sampling seed sent to both servers."""
-    max_tokens: int | None = None
-    """Cap on the answer's tokens (default 1024)."""
+    ``arithmetic+likelihood`` (see :mod:`langchain_specreason.judges`). Every other SpecReason
+    knob (``threshold``, ``budget``, ``temperature``, ...) is a field of
+    :class:`~.config.SpecReasonConfig`, inherited here with its default and docs."""
+    max_tokens: int | None = Field(default=None, gt=0)
+    """LangChain's standard name for ``answer_max_tokens``; wins over it when set."""
     stop: list[str] | None = Field(default=None, alias="stop_sequences")
     """Stop sequences of the answer."""
     timeout: float | None = None
@@ -218,26 +187,17 @@ class ChatSpecReason(BaseChatModel):
     _window: int | None = PrivateAttr(default=None)
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        # Checked here, not in a pydantic validator, so the error stays a ConfigError.
-        self.spec_config()
+        super().__init__(**kwargs)  # SpecReasonConfig's: a bad knob is a ConfigError
+        self.spec_config()  # max_tokens, the one knob checked outside the fields
         get_format(self.family)
 
     # -- wiring ---------------------------------------------------------------------------
     def spec_config(self) -> SpecReasonConfig:
         """The :class:`SpecReasonConfig` these fields describe."""
-        return SpecReasonConfig(
-            judge=self.judge, judge_wording=self.judge_wording,
-            judge_top_logprobs=self.judge_top_logprobs,
-            likelihood_threshold=self.likelihood_threshold,
-            confidence_threshold=self.confidence_threshold,
-            logprob_aggregate=self.logprob_aggregate,
-            threshold=self.threshold, score_method=self.score_method, budget=self.budget,
-            step_max_tokens=self.step_max_tokens, first_n_base_steps=self.first_n_base_steps,
-            delimiter=self.delimiter, temperature=self.temperature, top_p=self.top_p,
-            seed=self.seed, repeat_window=self.repeat_window, answer_by=self.answer_by,
-            answer_max_tokens=self.max_tokens or 1024, lookahead=self.lookahead,
-        )
+        settings = {name: getattr(self, name) for name in SpecReasonConfig.model_fields}
+        if self.max_tokens is not None:
+            settings["answer_max_tokens"] = self.max_tokens
+        return SpecReasonConfig(**settings)
 
     def endpoint(self, role: Literal["draft", "base"]) -> Endpoint:
         """The endpoint of ``role``, built once."""

@@ -1,10 +1,19 @@
-"""The SpecReason knobs, validated once. Names match the paper's reference code where it has one."""
+"""The SpecReason knobs, declared and validated once.
+
+:class:`SpecReasonConfig` is the single declaration of every knob: :class:`~.ChatSpecReason`
+inherits its fields, the benchmark and the demo build their flags from it
+(:func:`add_config_flags`), and Studio reads them from the environment (:meth:`from_env`).
+A bad value raises :class:`~.errors.ConfigError` naming the field. Names match the paper's
+reference code where it has one.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
-from typing import Any, Literal
+import argparse
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ConfigError
 
@@ -56,14 +65,19 @@ def parse_judge(name: str) -> list[str]:
     return parts
 
 
-@dataclass(frozen=True)
-class SpecReasonConfig:
-    """Settings of one SpecReason run (see :mod:`langchain_specreason.state` for the terms)."""
+class SpecReasonConfig(BaseModel):
+    """Settings of one SpecReason run (see :mod:`langchain_specreason.state` for the terms).
+
+    Immutable; ``config.replace(threshold=5)`` returns a validated copy.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True,
+                              validate_default=True)
 
     judge: str = DEFAULT_JUDGE
     """Which judge decides whether a draft step is kept (see :data:`JUDGES`); ``a+b`` runs the
     cheap check ``a`` first and asks ``b`` only when ``a`` does not reject."""
-    threshold: float = 7.0
+    threshold: float = Field(7.0, ge=0, le=10)
     """``score`` judge: keep a draft step when its score is at least this. 0 keeps every draft
     step; 10 (above the highest score, 9) rewrites every step."""
     score_method: ScoreMethod = "greedy"
@@ -72,101 +86,73 @@ class SpecReasonConfig:
     judge_wording: Wording = "short"
     """``score`` judge: ``short`` (our follow-up turn) or ``reference`` (the SpecReason
     reference implementation's question and prefill, word for word)."""
-    likelihood_threshold: float = -3.5
+    judge_top_logprobs: int = Field(10, gt=0)
+    """``score`` judge: how many top logprobs it asks for (``average`` scoring uses them)."""
+    likelihood_threshold: float = Field(-3.5, le=0)
     """``likelihood`` judge: keep a draft step when the base model's aggregated
-    log-probability of its tokens is at least this."""
-    confidence_threshold: float = -5.5
+    log-probability of its tokens is at least this (<= 0)."""
+    confidence_threshold: float = Field(-5.5, le=0)
     """``confidence`` judge: keep a draft step when the draft model's aggregated
-    log-probability of its own tokens is at least this."""
+    log-probability of its own tokens is at least this (<= 0)."""
     logprob_aggregate: Aggregate = "math"
     """``likelihood`` and ``confidence``: ``mean`` of the step's token log-probabilities,
     ``min`` (the least likely token), or ``math`` (the least likely token holding a digit or an
     operator; 0 for a step without any: wording alone is not judged)."""
-    budget: int = 8192
+    budget: int = Field(8192, gt=0)
     """Token budget: the trace stops once the kept steps hold this many tokens."""
-    step_max_tokens: int = 512
+    step_max_tokens: int = Field(512, gt=0)
     """Cap on the tokens of one step."""
     lookahead: bool = True
     """Draft the next step while the judge reads this one (see ``lookahead`` in
     :mod:`~.state`). Same trace; faster when the two models run on separate devices."""
-    first_n_base_steps: int = 0
+    first_n_base_steps: int = Field(0, ge=0)
     """The base model writes the first n steps itself, without drafting."""
-    delimiter: str = "\n\n"
+    delimiter: str = Field("\n\n", min_length=1)
     """Text that ends a step."""
-    temperature: float = 0.6
+    temperature: float = Field(0.6, ge=0, le=2)
     """Sampling temperature of draft and rewritten steps (the judge is greedy)."""
-    top_p: float = 0.95
+    top_p: float = Field(0.95, gt=0, le=1)
     """Nucleus sampling of draft and rewritten steps."""
     seed: int | None = None
     """Sampling seed sent to both servers (``None``: the servers' default)."""
-    repeat_window: int = 8
+    repeat_window: int = Field(8, ge=0)
     """Stop when a new step repeats any of the last ``repeat_window`` kept steps (0: never)."""
     answer_by: Literal["base", "draft"] = "base"
     """Which model writes the final answer after the thinking."""
-    answer_max_tokens: int = 1024
+    answer_max_tokens: int = Field(1024, gt=0)
     """Cap on the tokens of the final answer."""
-    judge_top_logprobs: int = 10
-    """How many top logprobs the judge asks for (``average`` scoring uses them)."""
 
-    def __post_init__(self) -> None:
-        if not 0 <= self.threshold <= 10:
-            raise ConfigError(
-                f"threshold must be between 0 (keep every draft) and 10 (rewrite every step), "
-                f"got {self.threshold}"
-            )
-        parse_judge(self.judge)
-        for name in ("likelihood_threshold", "confidence_threshold"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or value > 0:
-                raise ConfigError(f"{name} is a log-probability (<= 0), got {value!r}")
-        if self.judge_wording not in ("short", "reference"):
-            raise ConfigError(f"judge_wording must be 'short' or 'reference', "
-                              f"got {self.judge_wording!r}")
-        if self.logprob_aggregate not in ("mean", "min", "math"):
-            raise ConfigError(f"logprob_aggregate must be 'mean', 'min' or 'math', "
-                              f"got {self.logprob_aggregate!r}")
-        if self.score_method not in ("greedy", "average"):
-            raise ConfigError(f"score_method must be 'greedy' or 'average', "
-                              f"got {self.score_method!r}")
-        for name in ("budget", "step_max_tokens", "answer_max_tokens", "judge_top_logprobs"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value <= 0:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("first_n_base_steps", "repeat_window"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 0:
-                raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
-        if not self.delimiter:
-            raise ConfigError("delimiter must be a non-empty string")
-        if not 0 <= self.temperature <= 2:
-            raise ConfigError(f"temperature must be in [0, 2], got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.answer_by not in ("base", "draft"):
-            raise ConfigError(f"answer_by must be 'base' or 'draft', got {self.answer_by!r}")
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise ConfigError(describe_errors(exc)) from None
+
+    @model_validator(mode="after")
+    def _known_judge(self) -> SpecReasonConfig:
+        try:
+            parse_judge(self.judge)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return self
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> SpecReasonConfig:
-        """Settings from ``SPECREASON_<FIELD>`` variables (e.g. ``SPECREASON_THRESHOLD=5``)."""
+        """Settings from ``SPECREASON_<FIELD>`` variables (e.g. ``SPECREASON_THRESHOLD=5``).
+
+        Escapes such as ``\\n`` are decoded in text settings.
+        """
         values: dict[str, Any] = {}
-        for f in fields(cls):
-            raw = env.get(f"SPECREASON_{f.name.upper()}")
+        for name, field in cls.model_fields.items():
+            raw = env.get(f"SPECREASON_{name.upper()}")
             if raw is None or raw == "":
                 continue
-            default = getattr(cls, f.name)
-            try:
-                if isinstance(default, bool):
-                    values[f.name] = raw.lower() in ("1", "true", "yes")
-                elif isinstance(default, int) or f.name == "seed":
-                    values[f.name] = int(raw)
-                elif isinstance(default, float):
-                    values[f.name] = float(raw)
-                else:
-                    values[f.name] = raw.encode().decode("unicode_escape")
-            except ValueError:
-                raise ConfigError(f"SPECREASON_{f.name.upper()}={raw!r} is not a valid "
-                                  f"{f.name}") from None
+            values[name] = raw.encode().decode("unicode_escape") if field.annotation is str else raw
         return cls(**values)
+
+    def replace(self, **changes: Any) -> SpecReasonConfig:
+        """A validated copy with ``changes``."""
+        return type(self)(**{**self.as_dict(), **changes})
 
     def judge_threshold(self) -> float | None:
         """The threshold of the judge that decides (the last part; ``None``: arithmetic)."""
@@ -176,4 +162,43 @@ class SpecReasonConfig:
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict of the settings (for run metadata and results files)."""
-        return asdict(self)
+        return {name: getattr(self, name) for name in SpecReasonConfig.model_fields}
+
+
+def config_default(name: str) -> Any:
+    """The default of the :class:`SpecReasonConfig` field ``name``."""
+    return SpecReasonConfig.model_fields[name].default
+
+
+def describe_errors(exc: ValidationError) -> str:
+    """The bad settings in one line: ``threshold: Input should be ... (got 12)``."""
+    lines = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"])
+        message = error["msg"].removeprefix("Value error, ")
+        got = f" (got {error['input']!r})" if where and "input" in error else ""
+        lines.append(f"{where}: {message}{got}" if where else message)
+    return "; ".join(lines)
+
+
+def add_config_flags(parser: Any, names: Iterable[str], **defaults: Any) -> None:
+    """``--name`` flags for the given :class:`SpecReasonConfig` fields on an argparse parser.
+
+    Help comes from the field's docstring, type from its annotation, default from the config
+    or from ``defaults`` (a command's own, e.g. temperature 0 for a benchmark).
+    """
+    for name in names:
+        field = SpecReasonConfig.model_fields[name]
+        default = defaults.get(name, field.default)
+        flag = "--" + name.replace("_", "-")
+        help_text = (field.description or "").split(". ")[0].rstrip(".").replace("``", "")
+        help_text = help_text.replace("%", "%%")
+        if field.annotation is bool:
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default,
+                                help=help_text)
+            continue
+        choices = get_args(field.annotation) if get_origin(field.annotation) is Literal else None
+        kinds: dict[Any, type] = {int: int, float: float, int | None: int}
+        kind = kinds.get(field.annotation, str)
+        parser.add_argument(flag, type=kind, default=default, choices=choices,
+                            help=f"{help_text} (default: {default})")

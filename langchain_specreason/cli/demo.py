@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ..baselines import single_model
-from ..config import DEFAULT_JUDGE, SpecReasonConfig, judge_settings
+from ..config import DEFAULT_JUDGE, SpecReasonConfig, add_config_flags, judge_settings
 from ..endpoint import OpenAIEndpoint
 from ..errors import ConfigError
 from ..graph import create_specreason_graph
@@ -41,8 +41,7 @@ def add_parser(sub: Any) -> None:
                       help=f"judge (default {DEFAULT_JUDGE}; see `specreason bench judges`)")
     demo.add_argument("--threshold", type=float,
                       help="the judge's threshold on its own scale (default: the judge's)")
-    demo.add_argument("--budget", type=int, default=1024)
-    demo.add_argument("--temperature", type=float, default=0.0)
+    add_config_flags(demo, ["budget", "temperature"], budget=1024, temperature=0.0)
 
 
 async def run_demo(args: argparse.Namespace) -> int:

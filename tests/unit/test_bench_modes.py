@@ -112,7 +112,7 @@ def test_default_out_folder():
     (["--modes", "base,turbo"], "unknown mode 'turbo'"),
     (["--dataset", "mmlu"], "unknown dataset 'mmlu'"),
     (["--modes", "sd"], "--sd-base-url"),
-    (["--budget", "0"], "budget must be a positive integer"),
+    (["--budget", "0"], "budget: Input should be greater than 0"),
     (["--report-only"], "--report-only needs --out"),
 ])
 def test_cli_reports_typed_errors_in_one_line(flags, message, capsys):

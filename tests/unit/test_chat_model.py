@@ -6,7 +6,7 @@ import pytest
 from langchain_core.tracers.run_collector import RunCollectorCallbackHandler
 from pydantic import SecretStr
 
-from langchain_specreason import ChatSpecReason, ConfigError
+from langchain_specreason import ChatSpecReason, ConfigError, SpecReasonConfig
 
 from .fakes import ScriptedEndpoint, is_judge, partial_of, score, step
 
@@ -131,7 +131,7 @@ def test_missing_urls_and_bad_knobs_are_typed_errors(monkeypatch):
     with pytest.raises(ConfigError, match="no draft server URL: pass draft_url= or set "
                                           "SPECREASON_DRAFT_URL"):
         ChatSpecReason().invoke("hi")
-    with pytest.raises(ConfigError, match="threshold must be between 0"):
+    with pytest.raises(ConfigError, match=r"threshold: Input should be less than or equal to 10"):
         ChatSpecReason(threshold=11)
 
 
@@ -169,3 +169,16 @@ async def test_bound_tools_reach_the_answer_call_and_come_back_as_tool_calls():
     assert msg.tool_calls == [{"name": "multiply", "args": {"a": 123, "b": 456},
                                "id": "call-1", "type": "tool_call"}]
     assert msg.response_metadata["finish_reason"] == "tool_calls"
+
+
+def test_every_specreason_knob_is_a_field_with_the_configs_default(monkeypatch):
+    monkeypatch.delenv("SPECREASON_JUDGE", raising=False)
+    model = ChatSpecReason(draft_url="http://127.0.0.1:1/v1", base_url="http://127.0.0.1:2/v1")
+    assert model.spec_config() == SpecReasonConfig()
+    for name, field in SpecReasonConfig.model_fields.items():
+        assert name in ChatSpecReason.model_fields
+        assert ChatSpecReason.model_fields[name].description == field.description or name == "judge"
+    changed = ChatSpecReason(draft_url="http://127.0.0.1:1/v1", base_url="http://127.0.0.1:2/v1",
+                             threshold=5, likelihood_threshold=-2.0, max_tokens=64)
+    assert changed.spec_config() == SpecReasonConfig(threshold=5, likelihood_threshold=-2.0,
+                                                     answer_max_tokens=64)

@@ -195,10 +195,11 @@ def test_likelihood_needs_a_token_scoring_base():
     ({"judge": "vibes"}, "unknown judge 'vibes'"),
     ({"judge": "arithmetic+nope"}, "unknown judge 'nope'"),
     ({"judge": "score+score"}, "names a part twice"),
-    ({"likelihood_threshold": 0.5}, "likelihood_threshold is a log-probability"),
-    ({"confidence_threshold": 1}, "confidence_threshold is a log-probability"),
-    ({"judge_wording": "long"}, "judge_wording must be"),
-    ({"logprob_aggregate": "median"}, "logprob_aggregate must be"),
+    ({"likelihood_threshold": 0.5},
+     "likelihood_threshold: Input should be less than or equal to 0"),
+    ({"confidence_threshold": 1}, "confidence_threshold: Input should be less than or equal to 0"),
+    ({"judge_wording": "long"}, "judge_wording: Input should be"),
+    ({"logprob_aggregate": "median"}, "logprob_aggregate: Input should be"),
 ])
 def test_bad_judge_settings_are_typed_errors(kwargs, message):
     with pytest.raises(ConfigError, match=message):

@@ -64,16 +64,16 @@ def test_average_score_renormalises_over_digit_tokens():
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"threshold": -0.5}, "threshold must be between 0"),
-    ({"threshold": 10.5}, "threshold must be between 0"),
-    ({"budget": 0}, "budget must be a positive integer"),
-    ({"budget": -3}, "budget must be a positive integer"),
-    ({"step_max_tokens": 0}, "step_max_tokens must be a positive integer"),
-    ({"first_n_base_steps": -1}, "first_n_base_steps must be a non-negative integer"),
-    ({"score_method": "max"}, "score_method must be 'greedy' or 'average'"),
-    ({"delimiter": ""}, "delimiter must be a non-empty string"),
-    ({"top_p": 0}, "top_p must be in"),
-    ({"answer_by": "judge"}, "answer_by must be"),
+    ({"threshold": -0.5}, "threshold: Input should be (greater|less) than or equal to"),
+    ({"threshold": 10.5}, "threshold: Input should be (greater|less) than or equal to"),
+    ({"budget": 0}, "budget: Input should be greater than 0"),
+    ({"budget": -3}, "budget: Input should be greater than 0"),
+    ({"step_max_tokens": 0}, "step_max_tokens: Input should be greater than 0"),
+    ({"first_n_base_steps": -1}, "first_n_base_steps: Input should be greater than or equal to 0"),
+    ({"score_method": "max"}, "score_method: Input should be 'greedy' or 'average'"),
+    ({"delimiter": ""}, "delimiter: String should have at least 1 character"),
+    ({"top_p": 0}, "top_p: Input should be"),
+    ({"answer_by": "judge"}, "answer_by: Input should be"),
 ])
 def test_bad_config_is_a_typed_error(kwargs, message):
     with pytest.raises(ConfigError, match=message):
@@ -159,3 +159,20 @@ async def test_endpoint_does_not_retry_client_errors(monkeypatch):
     with pytest.raises(ContextLengthError, match="maximum context length is 4096"):
         await endpoint.complete(ChatRequest([{"role": "user", "content": "x"}], 1))
     assert len(calls) == 1
+
+
+def test_config_flags_come_from_the_config_fields():
+    import argparse
+
+    from langchain_specreason.config import add_config_flags
+
+    parser = argparse.ArgumentParser()
+    add_config_flags(parser, ["budget", "score_method", "lookahead", "seed"], budget=64)
+    args = parser.parse_args([])
+    assert (args.budget, args.score_method, args.lookahead, args.seed) == (64, "greedy", True, None)
+    args = parser.parse_args(["--budget", "32", "--score-method", "average", "--no-lookahead",
+                              "--seed", "3"])
+    assert (args.budget, args.score_method, args.lookahead, args.seed) == (32, "average", False, 3)
+    assert "Token budget" in parser.format_help()
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--score-method", "median"])

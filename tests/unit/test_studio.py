@@ -34,7 +34,7 @@ def test_config_from_env():
                                         "SPECREASON_DELIMITER": "\\n\\n", "SPECREASON_SEED": "3"})
     assert (config.threshold, config.budget, config.score_method) == (5.0, 64, "average")
     assert config.delimiter == "\n\n" and config.seed == 3
-    with pytest.raises(ConfigError, match="SPECREASON_BUDGET='many' is not a valid budget"):
+    with pytest.raises(ConfigError, match="budget: Input should be a valid integer"):
         SpecReasonConfig.from_env({"SPECREASON_BUDGET": "many"})
 
 

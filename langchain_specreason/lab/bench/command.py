@@ -22,7 +22,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from ...config import SpecReasonConfig
+from ...config import add_config_flags, config_default
 from ...errors import ConfigError
 from ...serving.profiles import load_profile
 from .datasets import GRADERS, Problem, is_file_dataset, load_problems
@@ -46,7 +46,7 @@ from .modes import (
 )
 from .report import write_report
 from .results import RESULTS, RUNS, JsonlAppender, ResultKey, done_keys, read_records
-from .runner import BenchSettings, Sinks, run_group
+from .runner import BENCH_DEFAULTS, GENERATION_FIELDS, BenchSettings, Sinks, run_group
 from .servers import ServerSource
 
 
@@ -86,17 +86,19 @@ def add_parser(subparsers: Any) -> None:
     runs = p.add_argument_group("runs")
     runs.add_argument("--modes", default="base,specreason",
                       help=f"comma list of {', '.join(MODES)} (default: base,specreason)")
-    runs.add_argument("--threshold", default="7",
-                      help="SpecReason threshold 0-10; a comma list sweeps (default: 7)")
-    runs.add_argument("--score-method", default="greedy",
+    runs.add_argument("--threshold", default=f"{config_default('threshold'):g}",
+                      help="score judge threshold 0-10; a comma list sweeps (default: "
+                           f"{config_default('threshold'):g})")
+    runs.add_argument("--score-method", default=config_default("score_method"),
                       help=f"{' or '.join(SCORE_METHODS)}; a comma list sweeps")
     runs.add_argument("--judge", default="score",
                       help="SpecReason modes: judge name(s), comma list; a+b cascades "
                            "(score, likelihood, confidence, arithmetic; default: score)")
-    runs.add_argument("--logprob-threshold", default=str(SpecReasonConfig.likelihood_threshold),
+    runs.add_argument("--logprob-threshold", default=str(config_default("likelihood_threshold")),
                       help="likelihood/confidence judges: log-probability threshold(s) <= 0; "
                            "write --logprob-threshold=-0.5,-1 for a list")
-    runs.add_argument("--first-n-base-steps", type=int, default=0,
+    runs.add_argument("--first-n-base-steps", type=int,
+                      default=config_default("first_n_base_steps"),
                       help="SpecReason modes: the base model writes the first N steps itself "
                            "(the plan), the draft the rest (default 0)")
     runs.add_argument("--tau", default="0.5",
@@ -117,23 +119,17 @@ def add_parser(subparsers: Any) -> None:
 
 
 def add_generation_flags(group: Any) -> None:
-    """Budget, caps, sampling and seed: shared by ``bench`` and ``arbitrage label``."""
-    group.add_argument("--budget", type=int, default=1024, help="reasoning token budget")
-    group.add_argument("--step-max-tokens", type=int, default=256, help="cap on one step")
-    group.add_argument("--answer-max-tokens", type=int, default=512, help="cap on the answer")
-    group.add_argument("--temperature", type=float, default=0.0)
-    group.add_argument("--seed", type=int, default=0, help="sampling and shuffling seed")
-    group.add_argument("--no-lookahead", dest="lookahead", action="store_false",
-                       help="do not draft the next step while the judge reads this one")
+    """Budget, caps, sampling, seed and lookahead flags (``bench``, ``arbitrage label``).
+
+    They are SpecReasonConfig's fields with the benchmark's defaults.
+    """
+    add_config_flags(group, GENERATION_FIELDS, **BENCH_DEFAULTS)
 
 
 def generation_settings(args: argparse.Namespace) -> BenchSettings:
     """The :class:`BenchSettings` of the flags of :func:`add_generation_flags` (and family)."""
-    return BenchSettings(
-        budget=args.budget, step_max_tokens=args.step_max_tokens,
-        answer_max_tokens=args.answer_max_tokens, temperature=args.temperature, seed=args.seed,
-        family=args.family or load_profile(args.profile).family, lookahead=args.lookahead,
-    )
+    return BenchSettings(**{name: getattr(args, name) for name in GENERATION_FIELDS},
+                         family=args.family or load_profile(args.profile).family)
 
 
 @dataclass(frozen=True)

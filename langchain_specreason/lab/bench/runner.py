@@ -62,17 +62,28 @@ class StepTrace(TypedDict):
     """The judge's score (``None``: not judged, e.g. a base step)."""
 
 
+GENERATION_FIELDS = ("budget", "step_max_tokens", "answer_max_tokens", "temperature", "seed",
+                     "lookahead")
+"""The :class:`~langchain_specreason.config.SpecReasonConfig` fields a benchmark fixes for
+all its runs."""
+BENCH_DEFAULTS: dict[str, Any] = {"budget": 1024, "step_max_tokens": 256,
+                                  "answer_max_tokens": 512, "temperature": 0.0, "seed": 0,
+                                  "lookahead": True}
+"""The benchmark's own defaults for those fields: short, greedy and seeded, so a run is
+repeatable on two CPU cores (the library's defaults suit a long reasoning model)."""
+
+
 @dataclass(frozen=True)
 class BenchSettings:
     """Settings shared by every run of a benchmark (a resumed run must use the same)."""
 
-    budget: int = 1024
-    step_max_tokens: int = 256
-    answer_max_tokens: int = 512
-    temperature: float = 0.0
-    seed: int = 0
+    budget: int = BENCH_DEFAULTS["budget"]
+    step_max_tokens: int = BENCH_DEFAULTS["step_max_tokens"]
+    answer_max_tokens: int = BENCH_DEFAULTS["answer_max_tokens"]
+    temperature: float = BENCH_DEFAULTS["temperature"]
+    seed: int = BENCH_DEFAULTS["seed"]
     family: str = "instruct"
-    lookahead: bool = True
+    lookahead: bool = BENCH_DEFAULTS["lookahead"]
     """SpecReason modes draft the next step while the judge reads (``--no-lookahead``: not)."""
 
     def config(self, run: Run) -> SpecReasonConfig:
@@ -83,11 +94,8 @@ class BenchSettings:
                          first_n_base_steps=run.base_steps)
         if run.score_method is not None:
             extra["score_method"] = run.score_method
-        return SpecReasonConfig(
-            budget=self.budget, step_max_tokens=self.step_max_tokens,
-            answer_max_tokens=self.answer_max_tokens, temperature=self.temperature,
-            seed=self.seed, lookahead=self.lookahead, **extra,
-        )
+        return SpecReasonConfig(**{name: getattr(self, name) for name in GENERATION_FIELDS},
+                                **extra)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict (for ``meta.json``)."""
