@@ -31,7 +31,7 @@ from langchain_specreason import ChatSpecReason, SpecReasonStats, single_model
 
 QUESTION = "Tom has 12 eggs and uses 5. How many are left?"
 BRIEF = "Be brief: two short steps, then the number."
-STYLE = {"drafted": "yellow", "kept": "green", "rewritten": "red", "base": "blue",
+STYLE = {"drafted": "yellow", "accepted": "green", "rewritten": "red", "base": "blue",
          "dropped": "dim"}
 
 
@@ -109,7 +109,7 @@ async def amain(question: str = QUESTION) -> int:
             alone = await single_model(llm.endpoint("base"), messages, llm.spec_config())
     console.print(Panel(Text(alone.text.strip()), title="base model alone", title_align="left"))
 
-    console.print(f"steps: {stats.steps_kept} kept, {stats.steps_rewritten} rewritten, "
+    console.print(f"steps: {stats.steps_accepted} kept, {stats.steps_rewritten} rewritten, "
                   f"{stats.steps_base} by base; draft tokens {stats.draft_tokens}, "
                   f"base tokens {stats.base_tokens}")
     console.print(f"speed-up: {alone.seconds / wall:.2f}x (SpecReason {wall:.1f} s, "

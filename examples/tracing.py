@@ -12,12 +12,12 @@ runs, and one child run per server call:
 * ``draft_step``: the draft model writes step n;
 * ``judge_step``: the judge reads it; outputs ``score`` (with the default judge, the base
   model's log-probability of the step's least likely number or operator; ``score`` 0-9 with
-  ``judge="score"``) and ``decision`` (``kept`` or ``rewritten``);
+  ``judge="score"``) and ``decision`` (``accepted`` or ``rewritten``);
 * ``rewrite_step``: the base model writes a rejected step itself;
 * ``write_answer``: the base model writes the answer.
 
 Each carries the metadata ``specreason_step`` (the step index; not on ``write_answer``) and
-``specreason_call`` (``draft``, ``judge``, ``regenerate``, ``answer``), so LangSmith can
+``specreason_call`` (``draft``, ``judge``, ``rewrite``, ``answer``), so LangSmith can
 filter on them.
 
 This script needs no LangSmith account: it collects the same runs locally with

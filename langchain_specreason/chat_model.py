@@ -19,7 +19,7 @@ from langchain_core.language_models.chat_models import BaseChatModel, LangSmithP
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.utils import from_env, secret_from_env
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -30,6 +30,7 @@ from .endpoint import Endpoint, OpenAIEndpoint, server_root
 from .errors import ConfigError, ContextLengthError
 from .formats import get_format, to_openai_messages
 from .graph import create_specreason_graph
+from .state import AnswerOptions
 from .stats import SpecReasonStats
 
 T = TypeVar("T")
@@ -306,15 +307,19 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
                 f"servers' context window is {self._window} (max_model_len); shorten it")
 
     # -- generation -----------------------------------------------------------------------
-    def _run_config(self, run_manager: _Parent | None, kwargs: dict[str, Any]) -> dict[str, Any]:
-        configurable: dict[str, Any] = {}
+    def _answer_options(self, kwargs: dict[str, Any]) -> AnswerOptions:
+        """Tools, tool choice and stop of this call, for the graph's answer node."""
+        options: AnswerOptions = {}
         if kwargs.get("tools"):
-            configurable["specreason_tools"] = kwargs["tools"]
-            configurable["specreason_tool_choice"] = kwargs.get("tool_choice")
+            options["tools"] = kwargs["tools"]
+            options["tool_choice"] = kwargs.get("tool_choice")
         stop = kwargs.get("stop") or self.stop
         if stop:
-            configurable["specreason_stop"] = stop
-        config: dict[str, Any] = {"configurable": configurable}
+            options["stop"] = stop
+        return options
+
+    def _run_config(self, run_manager: _Parent | None) -> RunnableConfig:
+        config: RunnableConfig = {}
         if run_manager is not None:
             config["callbacks"] = AsyncCallbackManager(
                 handlers=run_manager.inheritable_handlers,
@@ -339,11 +344,11 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         think = get_format(self.family).thinking_end is not None
         if stop:
             kwargs = {**kwargs, "stop": stop}
-        config = self._run_config(run_manager, kwargs)
         start = time.perf_counter()
         state: dict[str, Any] = {}
         async for mode, item in self.graph.astream(
-            {"messages": messages}, config, stream_mode=["custom", "values"]
+            {"messages": messages, "answer_options": self._answer_options(kwargs)},
+            self._run_config(run_manager), stream_mode=["custom", "values"]
         ):
             if mode == "values":
                 state = item

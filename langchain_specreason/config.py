@@ -75,7 +75,7 @@ class SpecReasonConfig(BaseModel):
                               validate_default=True)
 
     judge: str = DEFAULT_JUDGE
-    """Which judge decides whether a draft step is kept (see :data:`JUDGES`); ``a+b`` runs the
+    """Which judge decides whether a draft step is accepted (see :data:`JUDGES`); ``a+b`` runs the
     cheap check ``a`` first and asks ``b`` only when ``a`` does not reject."""
     threshold: float = Field(7.0, ge=0, le=10)
     """``score`` judge: keep a draft step when its score is at least this. 0 keeps every draft
@@ -99,7 +99,7 @@ class SpecReasonConfig(BaseModel):
     ``min`` (the least likely token), or ``math`` (the least likely token holding a digit or an
     operator; 0 for a step without any: wording alone is not judged)."""
     budget: int = Field(8192, gt=0)
-    """Token budget: the trace stops once the kept steps hold this many tokens."""
+    """Token budget: the trace stops once it holds this many tokens."""
     step_max_tokens: int = Field(512, gt=0)
     """Cap on the tokens of one step."""
     lookahead: bool = True
@@ -116,7 +116,7 @@ class SpecReasonConfig(BaseModel):
     seed: int | None = None
     """Sampling seed sent to both servers (``None``: the servers' default)."""
     repeat_window: int = Field(8, ge=0)
-    """Stop when a new step repeats any of the last ``repeat_window`` kept steps (0: never)."""
+    """Stop when a new step repeats one of the trace's last ``repeat_window`` steps (0: never)."""
     answer_by: Literal["base", "draft"] = "base"
     """Which model writes the final answer after the thinking."""
     answer_max_tokens: int = Field(1024, gt=0)

@@ -2,29 +2,36 @@
 
 Terms
 -----
+One word per concept, in code, events, traces, stats and result files.
+
 step
     A piece of the reasoning trace: the text a model writes up to the delimiter (default a
     blank line, ``"\\n\\n"``), or up to the end of its message, or up to the per-step cap.
+trace
+    The steps so far, in order: what the next step's prompt continues.
 draft step
-    A step written by the small **draft** model from the current prefix (the conversation
-    plus the steps kept so far).
+    A step written by the small **draft** model from the current trace.
 score
-    The base model's rating of a draft step, 0-9, read from one output token of a single
-    forward pass (``greedy``: the sampled digit; ``average``: the probability-weighted mean of
-    the digits among the top logprobs). Other judges (a reward model, the Arbitrage router)
-    produce a score and a decision through the same :class:`~.judges.Judge` protocol.
+    The judge's rating of a draft step, on the judge's own scale: 0-9 for the base model's
+    one-token rating (``greedy``: the sampled digit; ``average``: the probability-weighted
+    mean of the digits among the top logprobs), a log-probability for ``likelihood`` and
+    ``confidence``, ``1 - p(escalate)`` for the Arbitrage router. The judge compares it with
+    its threshold.
 accepted step
-    A draft step whose score reaches the threshold. It is kept in the trace as written.
+    A draft step whose score reaches the threshold (decision ``accepted``, node ``accept``).
+    It joins the trace as written.
 rewritten step
-    A step the **base** model writes itself from the same prefix, because the draft step was
-    rejected (or because it is one of the first ``first_n_base_steps``). The draft is discarded.
+    A step the **base** model writes itself from the same trace because the draft step was
+    rejected (decision ``rewritten``, node ``rewrite``, time ``rewrite_s``). The draft is
+    discarded. A step the base model writes with no draft at all (one of the first
+    ``first_n_base_steps``, or after the draft server failed) has decision ``base``.
 budget
-    The number of tokens the kept steps may hold. Once spent, the reasoning stops and the
-    answer is written.
+    The number of tokens the trace may hold. Once spent, the reasoning stops and the answer
+    is written.
 lookahead
     The next draft step, written by the draft model while the judge reads the current one,
-    as if the current one will be kept. Used when it is; cancelled when it is not. The trace
-    is the same as without it; the judge's time hides behind the draft's.
+    as if the current one will be accepted. Used when it is; cancelled when it is not. The
+    trace is the same as without it; the judge's time hides behind the draft's.
 
 The state is a ``TypedDict`` of plain values (and LangChain messages), so any LangGraph
 checkpointer can store it and a run can resume from its last completed step.
@@ -38,25 +45,26 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
 Author = Literal["draft", "base"]
-Decision = Literal["kept", "rewritten", "base"]
+Decision = Literal["accepted", "rewritten", "base"]
 StopReason = Literal["end", "thinking_end", "budget", "repeat"]
 
 
 class StepRecord(TypedDict):
-    """One step of the trace as it was kept, with what it cost."""
+    """One step of the trace, with who wrote it and what it cost."""
 
     index: int
     text: str
-    """The kept text, delimiter included (exactly what later prompts contain)."""
+    """The step's text in the trace, delimiter included (what later prompts contain)."""
     author: Author
     decision: Decision
-    """``kept`` (draft accepted), ``rewritten`` (draft rejected), ``base`` (first-n step)."""
+    """``accepted`` (the draft as written), ``rewritten`` (draft rejected, the base model's
+    step instead), ``base`` (no draft: a first-n step, a blank draft, or the draft server down)."""
     score: float | None
     """The judge's score of the draft; ``None`` when no draft was made."""
     draft_text: str | None
     """The rejected draft of a rewritten step."""
     tokens: int
-    """Tokens of the kept text (the server's count)."""
+    """Tokens of ``text`` (the server's count)."""
     draft_tokens: int
     """Tokens the draft model generated for this step (0 when no draft was made)."""
     base_tokens: int
@@ -64,7 +72,8 @@ class StepRecord(TypedDict):
     draft_s: float
     """Seconds the run waited for the draft model (a lookahead's hidden part not counted)."""
     judge_s: float
-    regen_s: float
+    rewrite_s: float
+    """Seconds the base model took to write this step (0 for an accepted draft)."""
     judge_prompt_tokens: int
     judge_cached_tokens: int | None
     finish: str
@@ -100,18 +109,37 @@ class PendingStep(TypedDict):
     """Seconds of a lookahead draft that ran while the judge read the previous step."""
 
 
-class SpecReasonState(TypedDict, total=False):
-    """State of the SpecReason graph."""
+class AnswerOptions(TypedDict, total=False):
+    """How the answer call is made (the steps ignore them).
 
+    LangChain's ``bind_tools`` and ``stop`` arrive here.
+    """
+
+    tools: list[dict[str, Any]]
+    """OpenAI-format tools the answer may call."""
+    tool_choice: str | dict[str, Any] | None
+    stop: list[str] | None
+    """Stop sequences of the answer."""
+
+
+class _Conversation(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
     """The conversation. The answer node appends the final ``AIMessage``."""
+
+
+class SpecReasonInput(_Conversation, total=False):
+    """What a run starts from."""
+
+    answer_options: AnswerOptions
+
+
+class SpecReasonOutput(_Conversation, total=False):
+    """What a run returns (and ``stream_mode="values"`` shows)."""
+
     steps: list[StepRecord]
-    """The kept steps, in order."""
-    pending: PendingStep | None
-    lookahead: PendingStep | None
-    """The next draft step, written while ``pending`` was judged and used if it is kept."""
+    """The trace's steps, in order."""
     tokens_used: int
-    """Budget spent: tokens of the kept steps."""
+    """Budget spent: tokens of the trace's steps."""
     repeats: int
     """Steps dropped because they repeated a recent step."""
     stop: StopReason | None
@@ -127,3 +155,12 @@ class SpecReasonState(TypedDict, total=False):
     draft_down: str | None
     """Set when the draft server failed (after its retries): the base model writes the
     remaining steps and the run goes on."""
+
+
+class SpecReasonState(SpecReasonInput, SpecReasonOutput, total=False):
+    """State of the SpecReason graph: input and output, and the step in flight."""
+
+    pending: PendingStep | None
+    """The draft step being judged."""
+    lookahead: PendingStep | None
+    """The next draft step, written while ``pending`` was judged and used if it is accepted."""

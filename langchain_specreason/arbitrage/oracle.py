@@ -14,7 +14,7 @@ import time
 from ..config import ScoreMethod
 from ..endpoint import Endpoint
 from ..formats import PromptFormat
-from ..graph import step_finish
+from ..graph.steps import step_finish
 from ..judges import BaseModelScorer, Rewrite, StepContext, StepScorer, Verdict
 
 
@@ -43,9 +43,7 @@ class OracleJudge:
         """Write the base step, score both, keep the better one."""
         start = time.perf_counter()
         done = await self.base.complete(ctx.request)
-        stops = ctx.request.stop or []  # the graph's step stops: [delimiter, thinking end]
-        base_text, _ = step_finish(done, stops[0] if stops else "",
-                                   stops[1] if len(stops) > 1 else None)  # as it would be kept
+        base_text, _ = step_finish(done, ctx.delimiter, ctx.thinking_end)  # as the trace has it
         draft_score, base_score = await asyncio.gather(
             self.scorer.score(ctx.conversation, ctx.steps, ctx.step),
             self.scorer.score(ctx.conversation, ctx.steps, base_text),

@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import time
-from typing import Any
+from typing import Any, cast
 
 from ..baselines import single_model
 from ..config import DEFAULT_JUDGE, SpecReasonConfig, add_config_flags, judge_settings
 from ..endpoint import OpenAIEndpoint
 from ..errors import ConfigError
+from ..events import Event
 from ..graph import create_specreason_graph
 from ..serving.launcher import Launcher
 from ..serving.profiles import load_profile
@@ -71,21 +72,21 @@ async def run_demo(args: argparse.Namespace) -> int:
         async for mode, chunk in graph.astream({"messages": messages},
                                                stream_mode=["custom", "values"]):
             if mode == "custom":
-                print_event(chunk)
+                print_event(cast(Event, chunk))
             else:
-                state = chunk
+                state = cast(dict, chunk)
         wall = time.perf_counter() - start
         stats = SpecReasonStats.from_state(state, wall_s=wall)
         print(f"\nanswer:\n{state['answer'].strip()}\n", flush=True)
         print("base model alone, same question and settings...", flush=True)
         alone = await single_model(base, messages, config)
         print(f"\nbase alone answered:\n{alone.text.strip()}\n")
-        print(f"steps: {stats.steps_kept} kept, {stats.steps_rewritten} rewritten, "
+        print(f"steps: {stats.steps_accepted} kept, {stats.steps_rewritten} rewritten, "
               f"{stats.steps_base} by base; draft tokens {stats.draft_tokens}, base tokens "
               f"{stats.base_tokens}; judge prompt tokens {stats.judge_prompt_tokens} "
               f"({stats.judge_cached_tokens} from cache)")
         print(f"time: SpecReason {wall:.1f} s (draft {stats.draft_s:.1f}, judge "
-              f"{stats.judge_s:.1f}, rewrite {stats.regenerate_s:.1f}, answer "
+              f"{stats.judge_s:.1f}, rewrite {stats.rewrite_s:.1f}, answer "
               f"{stats.answer_s:.1f}, overhead {stats.overhead_s or 0:.2f}; drafting behind the "
               f"judge {stats.draft_hidden_s:.1f}) vs base alone "
               f"{alone.seconds:.1f} s: {alone.seconds / wall:.2f}x", flush=True)

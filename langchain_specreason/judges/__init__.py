@@ -1,4 +1,4 @@
-"""Judges decide whether a draft step is kept. One protocol (:class:`Judge`), several judges.
+"""Judges decide whether a draft step is accepted. One protocol (:class:`Judge`), several judges.
 
 =============================  ==================================================  ==========
 name                           reads                                               calls

@@ -22,9 +22,9 @@ class StepContext:
     conversation: list[dict[str, Any]]
     """The conversation in OpenAI chat format (roles merged)."""
     steps: Sequence[str]
-    """The kept steps so far, in order."""
+    """The trace so far: its steps, in order."""
     authors: Sequence[Author]
-    """Who wrote each kept step."""
+    """Who wrote each step of the trace."""
     step: str
     """The draft step under judgement."""
     request: ChatRequest
@@ -35,6 +35,10 @@ class StepContext:
     when the draft server did not return them, e.g. a step that is not a draft)."""
     step_tokens: Sequence[str] | None = None
     """The text of those tokens."""
+    delimiter: str = "\n\n"
+    """The text that ends a step (the graph's ``SpecReasonConfig.delimiter``)."""
+    thinking_end: str | None = None
+    """The text that ends the thinking (``</think>``), for a family that has one."""
 
     @property
     def question(self) -> str:
@@ -78,7 +82,7 @@ class Verdict:
 
 
 class Judge(Protocol):
-    """Decides whether a draft step is kept."""
+    """Decides whether a draft step is accepted."""
 
     async def judge(self, ctx: StepContext) -> Verdict:
         """Decide on ``ctx.step``."""

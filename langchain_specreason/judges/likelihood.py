@@ -12,8 +12,8 @@ Both aggregate the token log-probabilities of the step into one score (``mean``:
 ``min``: the least likely token) and keep the step when the score is at least the threshold
 (a log-probability, so at most 0).
 
-Prefill: the prompt is the conversation, the kept steps and the draft step, as token ids. The
-conversation and the kept steps were prefilled by the previous judge call, so with the
+Prefill: the prompt is the conversation, the trace and the draft step, as token ids. The
+conversation and the trace were prefilled by the previous judge call, so with the
 project's vLLM plugin (:mod:`~..serving.vllm_plugin`) the server reads them from its prefix
 cache and prefills only the step and the tail of the last cache block. Without the plugin the
 same request still works; vLLM then prefills the whole prompt.

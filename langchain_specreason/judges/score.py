@@ -91,7 +91,7 @@ class BaseModelScorer:
 
 
 class BaseModelJudge:
-    """SpecReason's judge: the base model scores the step; kept when score >= threshold."""
+    """SpecReason's judge: the base model scores the step; accepted when score >= threshold."""
 
     def __init__(
         self,

@@ -116,7 +116,7 @@ async def test_graph_routes_through_the_served_router(servers, router_dir, route
     out = await graph.ainvoke({"messages": [("user", "What is 12*7? Think step by step.")]})
     after = {name: (await scrape(url))[REQUESTS] for name, url in
              (("router", router_url), ("base", servers.base_url))}
-    judged = [s for s in out["steps"] if s["decision"] in ("kept", "rewritten")]
+    judged = [s for s in out["steps"] if s["decision"] in ("accepted", "rewritten")]
     assert judged
     for s in judged:
         p = s["verdict"]["p_escalate"]
@@ -176,8 +176,8 @@ def test_bench_arbitrage_with_an_in_process_router(servers, router_dir, tmp_path
     rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     by_tau = {r["threshold"]: r for r in rows}
     # tau 0 escalates every drafted step, tau 1 none (p < 1 for a softmax)
-    assert by_tau[0.0]["steps_kept"] == 0 and by_tau[0.0]["steps_rewritten"] >= 1
-    assert by_tau[1.0]["steps_rewritten"] == 0 and by_tau[1.0]["steps_kept"] >= 1
+    assert by_tau[0.0]["steps_accepted"] == 0 and by_tau[0.0]["steps_rewritten"] >= 1
+    assert by_tau[1.0]["steps_rewritten"] == 0 and by_tau[1.0]["steps_accepted"] >= 1
 
 
 def test_bench_arbitrage_without_router_is_refused(servers, tmp_path):

@@ -22,8 +22,8 @@ FLAGS = ["--dataset", "gsm8k", "--modes", "base,specreason", "--threshold", "7",
          "--budget", "32", "--step-max-tokens", "16", "--answer-max-tokens", "16",
          "--no-progress"]
 KEYS = {"mode", "threshold", "score_method", "problem_id", "correct", "latency_s",
-        "steps_drafted", "steps_kept", "steps_rewritten", "draft_tokens", "base_tokens",
-        "overhead_s", "draft_s", "judge_s", "regenerate_s", "answer_s", "judge_prompt_tokens",
+        "steps_drafted", "steps_accepted", "steps_rewritten", "draft_tokens", "base_tokens",
+        "overhead_s", "draft_s", "judge_s", "rewrite_s", "answer_s", "judge_prompt_tokens",
         "judge_cached_tokens", "prediction", "gold", "reply", "server"}
 FILES = ["results.jsonl", "runs.jsonl", "meta.json", "summary.md", "summary.json",
          "accuracy_latency.png", "time_split.png"]
@@ -74,7 +74,7 @@ def test_bench_writes_every_file_and_resumes(servers, tmp_path):
         assert record["prefix_cache_reset"] is True  # cpu-test runs with VLLM_SERVER_DEV_MODE
     spec = first[1]
     assert spec["threshold"] == 7.0 and spec["steps_drafted"] >= 1
-    assert spec["steps_kept"] + spec["steps_rewritten"] == spec["judge_calls"]
+    assert spec["steps_accepted"] + spec["steps_rewritten"] == spec["judge_calls"]
     # the judge's prefill floor, counted by the base server's /tokenize: at least the judge's
     # own turn (~40 tokens) per call, at most the prompt; no cache can beat it (a token of
     # slack a call for how the prefix alone tokenizes at its end)

@@ -30,7 +30,7 @@ async def test_think_stream_reasoning_steps_first_each_once_then_answer(servers)
     stats = full.response_metadata["specreason"]
     steps = [c.additional_kwargs["reasoning_content"] for c in chunks
              if c.additional_kwargs.get("reasoning_content")]
-    assert len(steps) == stats["steps_kept"] + stats["steps_rewritten"] + stats["steps_base"]
+    assert len(steps) == stats["steps_accepted"] + stats["steps_rewritten"] + stats["steps_base"]
     assert full.additional_kwargs["reasoning_content"] == "".join(steps)
     assert full.content_blocks[0]["type"] == "reasoning"
     assert full.usage_metadata["output_token_details"]["reasoning"] == stats["trace_tokens"]

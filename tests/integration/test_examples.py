@@ -121,7 +121,7 @@ def test_tracing_collects_judge_runs_with_step_metadata(example_env, monkeypatch
         assert len(match.group(1)) > 2  # nested under the graph's run, inside its judge node
         score = float(match.group(3))  # a log-probability (or the arithmetic check's reject)
         assert score <= 0
-        assert match.group(4) == ("kept" if score >= threshold else "rewritten")
+        assert match.group(4) == ("accepted" if score >= threshold else "rewritten")
     steps = [int(m.group(2)) for m in judges]
     assert steps[0] == 0 and steps == sorted(steps)
     assert re.search(r"^ +draft_step  step=0  call=draft  tokens=\d+$", out, flags=re.M), out
@@ -150,7 +150,7 @@ def test_live_steps_shows_steps_and_speed_up(example_env, capsys):
     out = capsys.readouterr().out
     assert "SpecReason steps" in out
     rows = re.findall(r"^\S\s+(\d+)\s+\S\s+(kept|rewritten|base)\b", out, flags=re.M)
-    assert any(status in ("kept", "rewritten") for _, status in rows), out
+    assert any(status in ("accepted", "rewritten") for _, status in rows), out
     assert re.search(r"^speed-up: \d+\.\d\dx \(SpecReason \d+\.\d s, base model alone "
                      r"\d+\.\d s\)$", out, flags=re.M), out
     assert "base model alone" in out

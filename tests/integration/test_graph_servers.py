@@ -45,7 +45,7 @@ async def test_question_runs_to_an_answer(servers):
         if record["decision"] != "base":
             assert 0 <= record["score"] <= 9
     stats = SpecReasonStats.from_state(out)
-    assert stats.steps_kept + stats.steps_rewritten == stats.judge_calls
+    assert stats.steps_accepted + stats.steps_rewritten == stats.judge_calls
     assert stats.judge_prompt_tokens > 0
     assert out["messages"][-1].content == out["answer"]
 
@@ -55,7 +55,7 @@ async def test_threshold_zero_base_server_only_judges_and_answers(servers):
     out = await make_graph(servers, threshold=0).ainvoke({"messages": [("user", QUESTION)]})
     seen = await scrape(servers.base_url) - before
     stats = SpecReasonStats.from_state(out)
-    assert {s["decision"] for s in out["steps"]} == {"kept"}
+    assert {s["decision"] for s in out["steps"]} == {"accepted"}
     assert stats.base_tokens == stats.answer_tokens  # no rewritten step
     answer_calls = 0 if out["stop"] == "end" else 1
     # what the base server itself counted: one 1-token request per judged step, plus the answer

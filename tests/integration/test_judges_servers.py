@@ -100,7 +100,7 @@ async def test_a_run_with_each_judge_reaches_an_answer(servers, judge):
     out = await graph.ainvoke({"messages": [("user", QUESTION)]})
     seen = delta(await counters(servers.base_url), before)
     assert out["answer"].strip() and out["steps"]
-    drafted = [s for s in out["steps"] if s["decision"] in ("kept", "rewritten")]
+    drafted = [s for s in out["steps"] if s["decision"] in ("accepted", "rewritten")]
     rewritten = [s for s in out["steps"] if s["decision"] == "rewritten"]
     answer_calls = 1 if out["answer_tokens"] else 0
     recomputed = sum(bool(s.get("verdict", {}).get("recomputed")) for s in drafted)

@@ -50,7 +50,7 @@ def test_each_use_snippet_runs_as_pasted(servers, tmp_path, index):
         assert re.search(r"^(kept|rewritten|base) ", done.stdout, flags=re.M), done.stdout
         assert "'type': 'done'" in done.stdout
     else:  # the chat model's metadata, then the streamed reply
-        assert "'steps_kept'" in done.stdout, done.stdout
+        assert "'steps_accepted'" in done.stdout, done.stdout
 
 
 def test_demo_command_answers_and_compares_with_the_base_model(servers):

@@ -66,5 +66,5 @@ async def test_langgraph_dev_serves_the_graph_and_runs_a_thread(langgraph_dev):
     assert out["messages"][-1]["content"] == out["answer"]
     # the default judge decided every drafted step (a log-probability, or the check's reject)
     for step in out["steps"]:
-        if step["decision"] in ("kept", "rewritten"):
+        if step["decision"] in ("accepted", "rewritten"):
             assert step["score"] <= 0

@@ -69,7 +69,7 @@ async def test_oracle_keeps_the_better_step_and_never_asks_the_base_twice():
                                     config=SpecReasonConfig())
     out = await graph.ainvoke(QUESTION)
     # step 1: the base step (8) beats "D1 wrong." (1): escalated; others tie (8 vs 8): kept
-    assert [s["decision"] for s in out["steps"]] == ["kept", "rewritten", "kept"]
+    assert [s["decision"] for s in out["steps"]] == ["accepted", "rewritten", "accepted"]
     assert [s["text"] for s in out["steps"]] == ["D0.\n\n", "B1.\n\n", "D2 so 84."]
     assert out["steps"][1]["verdict"]["advantage"] == pytest.approx(7.0)
     assert out["steps"][1]["base_tokens"] == 7
@@ -91,7 +91,7 @@ async def test_router_judge_escalates_at_tau_without_base_judging():
     router = FakeRouter()
     graph = create_specreason_graph(draft, base, judge=RouterJudge(router, tau=0.5))
     out = await graph.ainvoke(QUESTION)
-    assert [s["decision"] for s in out["steps"]] == ["kept", "rewritten", "kept"]
+    assert [s["decision"] for s in out["steps"]] == ["accepted", "rewritten", "accepted"]
     assert base.judge_calls() == []  # the router judges; the base only rewrites
     assert len(base.generation_calls()) == 1
     assert out["steps"][1]["verdict"]["p_escalate"] == pytest.approx(0.9)

@@ -13,9 +13,9 @@ CONVERSATION = [{"role": "user", "content": "What is 2+3?"}]
 
 def record(text: str, *, score: float | None, prompt_tokens: int, draft: str | None = None):
     return {"index": 0, "text": text, "author": "draft" if draft is None else "base",
-            "decision": "kept" if draft is None else "rewritten", "score": score,
+            "decision": "accepted" if draft is None else "rewritten", "score": score,
             "draft_text": draft, "tokens": 4, "draft_tokens": 4, "base_tokens": 0,
-            "draft_s": 0.1, "judge_s": 0.1, "regen_s": 0.0,
+            "draft_s": 0.1, "judge_s": 0.1, "rewrite_s": 0.0,
             "judge_prompt_tokens": prompt_tokens, "judge_cached_tokens": 0, "finish": "delimiter"}
 
 

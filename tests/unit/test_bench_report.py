@@ -21,8 +21,8 @@ from langchain_specreason.lab.bench.report import (
     write_report,
 )
 
-ZERO = dict(steps_drafted=0, steps_kept=0, steps_rewritten=0, steps_base=0, judge_calls=0,
-            judge_prefill_tokens=0, draft_s=0.0, judge_s=0.0, regenerate_s=0.0, answer_s=0.0,
+ZERO = dict(steps_drafted=0, steps_accepted=0, steps_rewritten=0, steps_base=0, judge_calls=0,
+            judge_prefill_tokens=0, draft_s=0.0, judge_s=0.0, rewrite_s=0.0, answer_s=0.0,
             overhead_s=0.0, error=None)
 
 
@@ -39,15 +39,15 @@ def synthetic():
         result("base", "p1", 10.0, True, answer_s=9.9, overhead_s=0.1),
         result("base", "p2", 20.0, True, answer_s=19.9, overhead_s=0.1),
         result("base", "p3", 30.0, False, answer_s=29.9, overhead_s=0.1),
-        result("specreason", "p1", 4.0, True, 7.0, hits=50, steps_drafted=4, steps_kept=3,
+        result("specreason", "p1", 4.0, True, 7.0, hits=50, steps_drafted=4, steps_accepted=3,
                steps_rewritten=1, judge_calls=4, judge_prefill_tokens=200, draft_s=1.0,
-               judge_s=1.0, regenerate_s=1.0, answer_s=0.6, overhead_s=0.4,
+               judge_s=1.0, rewrite_s=1.0, answer_s=0.6, overhead_s=0.4,
                judge_floor_tokens=120),
-        result("specreason", "p2", 6.0, False, 7.0, hits=70, steps_drafted=4, steps_kept=1,
+        result("specreason", "p2", 6.0, False, 7.0, hits=70, steps_drafted=4, steps_accepted=1,
                steps_rewritten=3, judge_calls=4, judge_prefill_tokens=120, draft_s=1.0,
-               judge_s=1.0, regenerate_s=3.0, answer_s=0.4, overhead_s=0.6),
+               judge_s=1.0, rewrite_s=3.0, answer_s=0.4, overhead_s=0.6),
         # threshold 9 only reached p1 before an interruption
-        result("specreason", "p1", 5.0, True, 9.0, hits=None, steps_drafted=2, steps_kept=0,
+        result("specreason", "p1", 5.0, True, 9.0, hits=None, steps_drafted=2, steps_accepted=0,
                steps_rewritten=2, judge_calls=2, judge_prefill_tokens=100, overhead_s=0.5),
     ]
 
@@ -77,7 +77,7 @@ def test_summary_rows():
     # the floor is known for p1 only (p2 is an older line without it): over p1's calls
     assert t7.judge_floor_per_call == pytest.approx(120 / 4)
     assert t9.judge_floor_per_call is None and base.judge_floor_per_call is None
-    assert t7.time_split["regenerate_s"] == pytest.approx(2.0)
+    assert t7.time_split["rewrite_s"] == pytest.approx(2.0)
     assert t9.speedup == pytest.approx(2.0) and t9.draft_share == 0.0
     assert t9.cache_hit_rate is None
 
@@ -143,3 +143,17 @@ def test_plot_labels_name_the_problem_count_only_when_it_differs():
     rows = {r.run.label: r for r in summarize(synthetic())}
     assert plot_label(rows["base"], 3) == "base"
     assert plot_label(rows["specreason t=9"], 3) == "specreason t=9 (n=1)"
+
+
+def test_result_lines_in_old_words_read_in_todays(tmp_path):
+    from langchain_specreason.lab.bench.results import read_records
+
+    path = tmp_path / "results.jsonl"
+    path.write_text(json.dumps({"mode": "specreason", "steps_kept": 3, "regenerate_s": 1.5,
+                                "steps": [{"decision": "kept", "regen_s": 0.0},
+                                          {"decision": "rewritten", "regen_s": 2.0}]}) + "\n")
+    [record] = read_records(path)
+    assert record["steps_accepted"] == 3 and record["rewrite_s"] == 1.5
+    assert "steps_kept" not in record and "regenerate_s" not in record
+    assert record["steps"] == [{"decision": "accepted", "rewrite_s": 0.0},
+                               {"decision": "rewritten", "rewrite_s": 2.0}]

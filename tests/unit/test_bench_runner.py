@@ -31,8 +31,8 @@ RUNS_ = [Run("base"), Run("specreason", 7.0, "greedy")]
 PAIR = ServerPair(None, "http://draft.invalid/v1", "http://base.invalid/v1")
 SETTINGS = BenchSettings(budget=64, step_max_tokens=16, answer_max_tokens=16, seed=0)
 REQUIRED = {"mode", "threshold", "score_method", "problem_id", "correct", "latency_s",
-            "steps_drafted", "steps_kept", "steps_rewritten", "draft_tokens", "base_tokens",
-            "overhead_s", "draft_s", "judge_s", "regenerate_s", "answer_s",
+            "steps_drafted", "steps_accepted", "steps_rewritten", "draft_tokens", "base_tokens",
+            "overhead_s", "draft_s", "judge_s", "rewrite_s", "answer_s",
             "judge_prompt_tokens", "judge_cached_tokens", "prediction", "gold", "reply"}
 
 
@@ -76,9 +76,9 @@ async def test_one_line_per_run_and_problem(tmp_path):
         assert record["latency_s"] > 0 and record["overhead_s"] >= 0
     spec = records[3]
     assert (spec["threshold"], spec["score_method"]) == (7.0, "greedy")
-    assert (spec["steps_drafted"], spec["steps_kept"], spec["judge_calls"]) == (1, 1, 1)
+    assert (spec["steps_drafted"], spec["steps_accepted"], spec["judge_calls"]) == (1, 1, 1)
     assert spec["judge_prompt_tokens"] == 100 and spec["judge_cached_tokens"] == 64
-    assert spec["steps"] == [{"decision": "kept", "score": 9.0}]  # each step's verdict
+    assert spec["steps"] == [{"decision": "accepted", "score": 9.0}]  # each step's verdict
     assert records[0]["steps"] == []  # base alone: no steps
     assert records[0]["base_tokens"] == 9 and records[0]["answer_s"] == pytest.approx(0.01)
     # the same prompt and budget for both: base alone got budget + answer cap tokens

@@ -64,7 +64,7 @@ async def test_invoke_metadata_and_usage_for_instruct_family():
     assert msg.content == "S0.\n\nB1.\n\nS2."  # step 1 scored 2 -> rewritten by base
     meta = msg.response_metadata
     assert meta["model_name"] is not None and meta["finish_reason"] == "stop"
-    assert meta["specreason"]["steps_kept"] == 2 and meta["specreason"]["steps_rewritten"] == 1
+    assert meta["specreason"]["steps_accepted"] == 2 and meta["specreason"]["steps_rewritten"] == 1
     assert meta["tokens_by_model"] == {"draft": 12, "base": 5}
     assert msg.usage_metadata["output_tokens"] == 13
     assert msg.usage_metadata["total_tokens"] == msg.usage_metadata["input_tokens"] + 13
@@ -99,13 +99,13 @@ async def test_tracing_has_a_child_run_per_server_call_with_step_metadata():
 
     walk(root)
     assert parent(runs["specreason"][0]) == "ChatSpecReason"
-    for call, node in [("judge_step", "judge"), ("rewrite_step", "regenerate")]:
+    for call, node in [("judge_step", "judge"), ("rewrite_step", "rewrite")]:
         assert {parent(r) for r in runs[call]} == {node}
-    assert {parent(r) for r in runs["draft"] + runs["judge"] + runs["regenerate"]} \
+    assert {parent(r) for r in runs["draft"] + runs["judge"] + runs["rewrite"]} \
         == {"specreason"}
     judges = runs["judge_step"]
     assert [r.extra["metadata"]["specreason_step"] for r in judges] == [0, 1, 2]
-    assert [r.outputs["decision"] for r in judges] == ["kept", "rewritten", "kept"]
+    assert [r.outputs["decision"] for r in judges] == ["accepted", "rewritten", "accepted"]
     assert [r.outputs["score"] for r in judges] == [9.0, 2.0, 9.0]
     rewrite = runs["rewrite_step"][0]
     assert rewrite.extra["metadata"]["specreason_decision"] == "rewritten"

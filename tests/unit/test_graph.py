@@ -51,7 +51,7 @@ async def test_threshold_zero_keeps_every_draft_and_base_only_judges():
     graph = create_specreason_graph(draft, base, config=SpecReasonConfig(judge="score",
                                                                          threshold=0))
     out = await graph.ainvoke(QUESTION)
-    assert [s["decision"] for s in out["steps"]] == ["kept", "kept", "kept"]
+    assert [s["decision"] for s in out["steps"]] == ["accepted", "accepted", "accepted"]
     assert out["answer"] == "First.\n\nSecond.\n\nSo 84."
     assert out["stop"] == "end"
     assert len(base.judge_calls()) == 3
@@ -71,7 +71,7 @@ async def test_threshold_ten_rewrites_every_step():
     assert out["steps"][0]["score"] == 9.0
     assert out["answer"] == "Good. #0\n\nGood. #1"
     stats = SpecReasonStats.from_state(out)
-    assert (stats.steps_drafted, stats.steps_kept, stats.steps_rewritten) == (2, 0, 2)
+    assert (stats.steps_drafted, stats.steps_accepted, stats.steps_rewritten) == (2, 0, 2)
     assert stats.draft_tokens == 10 and stats.base_tokens == 14
     assert stats.acceptance_rate == 0.0
 
@@ -87,7 +87,7 @@ async def test_score_at_threshold_is_kept_below_is_rewritten():
 
     base = ScriptedEndpoint("base", base_handler)
     out = await create_specreason_graph(draft, base, config=SCORE).ainvoke(QUESTION)
-    assert [s["decision"] for s in out["steps"]] == ["kept", "rewritten"]
+    assert [s["decision"] for s in out["steps"]] == ["accepted", "rewritten"]
     assert out["answer"] == "A.\n\nBase wrote this."
 
 
@@ -97,7 +97,7 @@ async def test_first_n_base_steps_are_never_drafted():
     graph = create_specreason_graph(draft, base, config=SpecReasonConfig(judge="score",
                                                                          first_n_base_steps=2))
     out = await graph.ainvoke(QUESTION)
-    assert [s["decision"] for s in out["steps"]] == ["base", "base", "kept", "kept"]
+    assert [s["decision"] for s in out["steps"]] == ["base", "base", "accepted", "accepted"]
     assert out["steps"][0]["score"] is None
     assert len(draft.requests) == 2
     assert len(base.judge_calls()) == 2
@@ -327,7 +327,7 @@ async def test_a_dead_draft_server_hands_the_remaining_steps_to_the_base():
             out = chunk
     assert out is not None
     assert [(s["author"], s["decision"]) for s in out["steps"]] == [
-        ("draft", "kept"), ("base", "base"), ("base", "base")]
+        ("draft", "accepted"), ("base", "base"), ("base", "base")]
     assert out["answer"].endswith("B2.")
     assert out["draft_down"].startswith("draft endpoint at http://d/v1")
     fallbacks = [e for e in events if e["type"] == "fallback"]

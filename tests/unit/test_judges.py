@@ -233,5 +233,5 @@ async def test_graph_passes_the_drafts_logprobs_to_the_judge():
     graph = create_specreason_graph(draft, base, judge=Spy())
     out = await graph.ainvoke({"messages": [("user", "12*7?")]})
     assert seen == [[-0.25, -0.75]]
-    assert out["steps"][0]["decision"] == "kept"
+    assert out["steps"][0]["decision"] == "accepted"
     assert math.isclose(sum(seen[0]), -1.0)

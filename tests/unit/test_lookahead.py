@@ -74,9 +74,10 @@ async def test_the_trace_is_the_same_with_and_without_lookahead():
     keys = ("text", "author", "decision", "score", "tokens")
     assert [{k: s[k] for k in keys} for s in with_["steps"]] \
         == [{k: s[k] for k in keys} for s in without["steps"]]
-    assert [s["decision"] for s in with_["steps"]] == ["kept", "rewritten", "kept", "rewritten"]
+    assert [s["decision"] for s in with_["steps"]] == [
+        "accepted", "rewritten", "accepted", "rewritten"]
     assert with_["answer"] == without["answer"]
-    assert stats_with.steps_kept == stats_without.steps_kept == 2
+    assert stats_with.steps_accepted == stats_without.steps_accepted == 2
     # without lookahead: one draft call per drafted step. With it, step 1 and step 3 are
     # drafted ahead (and used), and step 2 twice: ahead while step 1 was judged (discarded,
     # step 1 was rewritten), then again. Nothing is drafted after step 3: kept, it would end.
@@ -86,7 +87,7 @@ async def test_the_trace_is_the_same_with_and_without_lookahead():
 
 async def test_the_next_draft_runs_while_the_judge_reads_and_its_time_is_hidden():
     out, stats, draft, base = await run(True, {}, end_at=2, draft_s=0.05, judge_s=0.05)
-    assert [s["decision"] for s in out["steps"]] == ["kept", "kept", "kept"]
+    assert [s["decision"] for s in out["steps"]] == ["accepted", "accepted", "accepted"]
     judges = [(start, end) for kind, _, start, end in base.log if kind == "judge"]
     judge_of = dict(enumerate(judges))  # judged in step order
     draft_of = {i: (start, end) for kind, i, start, end in draft.log}
@@ -102,7 +103,7 @@ async def test_the_next_draft_runs_while_the_judge_reads_and_its_time_is_hidden(
 async def test_a_rejected_step_cancels_the_draft_written_ahead():
     # drafting is slow, judging fast: the judge rejects step 1 while step 2 is being drafted
     out, _, draft, _base = await run(True, {1: "0"}, end_at=2, draft_s=0.3, judge_s=0.01)
-    assert [s["decision"] for s in out["steps"]] == ["kept", "rewritten", "kept"]
+    assert [s["decision"] for s in out["steps"]] == ["accepted", "rewritten", "accepted"]
     assert draft.cancelled == [2]
     assert [s["text"] for s in out["steps"]] == ["D0.\n\n", "B1.\n\n", "D2."]
 

@@ -2,7 +2,7 @@
 
 One row per run (mode at a threshold and score method), the shape of the paper's tables:
 accuracy; mean, p50 and p90 latency; speed-up against ``base`` (ratio of mean latencies over
-the problems both solved); the share of kept steps written by the draft; the mean share of
+the problems both solved); the share of the trace written by the draft; the mean share of
 time spent outside server calls; the base server's prefix-cache hit rate (its own counters);
 judge prefill tokens per judge call, against its floor (:mod:`.prefill`). Plots: accuracy
 against mean latency, and where the time goes per run.
@@ -26,7 +26,7 @@ SUMMARY_MD = "summary.md"
 SUMMARY_JSON = "summary.json"
 ACCURACY_PLOT = "accuracy_latency.png"
 TIME_PLOT = "time_split.png"
-TIME_PARTS = ("draft_s", "judge_s", "regenerate_s", "answer_s", "overhead_s")
+TIME_PARTS = ("draft_s", "judge_s", "rewrite_s", "answer_s", "overhead_s")
 """Where a problem's wall time went. Baselines: the whole reply is ``draft`` or ``answer``."""
 
 
@@ -119,13 +119,13 @@ def summarize_run(run: Run, records: Sequence[dict[str, Any]],
     if common:
         speedup = _ratio(_mean(base_latency[str(r["problem_id"])] for r in common),
                          _mean(float(r["latency_s"]) for r in common))
-    steps = sum(r["steps_kept"] + r["steps_rewritten"] + r["steps_base"] for r in records)
+    steps = sum(r["steps_accepted"] + r["steps_rewritten"] + r["steps_base"] for r in records)
     generated, prefilled = _base_compute(records)
     return Row(
         run=run, problems=len(records), correct=sum(bool(r["correct"]) for r in records),
         mean_s=_mean(latencies), p50_s=percentile(latencies, 50),
         p90_s=percentile(latencies, 90), speedup=speedup,
-        draft_share=_ratio(sum(r["steps_kept"] for r in records), steps),
+        draft_share=_ratio(sum(r["steps_accepted"] for r in records), steps),
         overhead_share=_mean(float(r["overhead_s"] or 0.0) / float(r["latency_s"])
                              for r in records if r["latency_s"]) if records else None,
         cache_hit_rate=_cache_hit_rate(records),
@@ -199,14 +199,14 @@ def render_markdown(rows: Sequence[Row], meta: dict[str, Any]) -> str:
             f"{_fmt(r.base_prefilled, '.0f')} |"
         )
     out += ["", "Mean seconds per problem by where they went:", "",
-            "| run | draft | judge | regenerate | answer | overhead | draft behind judge |",
+            "| run | draft | judge | rewrite | answer | overhead | draft behind judge |",
             "|---|--:|--:|--:|--:|--:|--:|"]
     for r in rows:
         parts = " | ".join(_fmt(r.time_split.get(p), ".2f") for p in TIME_PARTS)
         out.append(f"| {r.run.label} | {parts} | {_fmt(r.draft_hidden_s, '.2f')} |")
     errors = sum(r.errors for r in rows)
     out += ["", "Speed-up: mean latency of `base` over the mean latency of the run, on the "
-            "problems both answered. Steps by draft: kept draft steps over all kept steps. "
+            "problems both answered. Steps by draft: accepted draft steps over all steps. "
             "Overhead: time outside server calls. Draft behind judge: draft seconds that ran "
             "while the base model judged the previous step (lookahead), not counted in the "
             "draft column. Judge floor: the fewest prompt tokens a judge call could compute, its "
@@ -287,7 +287,7 @@ def plot_accuracy_latency(rows: Sequence[Row], path: Path, title: str) -> None:
 
 
 def plot_time_split(rows: Sequence[Row], path: Path, title: str) -> None:
-    """Stacked bars of mean seconds per problem: draft, judge, regenerate, answer, overhead."""
+    """Stacked bars of mean seconds per problem: draft, judge, rewrite, answer, overhead."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(rows) + 2), 4.5), dpi=120)

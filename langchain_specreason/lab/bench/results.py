@@ -36,11 +36,31 @@ def read_records(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            records.append(upgrade_record(json.loads(line)))
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}, line {number}: not valid JSON ({exc.msg}); "
                              "fix or delete that line to resume") from None
     return records
+
+
+RENAMED = {"steps_kept": "steps_accepted", "regenerate_s": "rewrite_s", "regen_s": "rewrite_s"}
+"""Keys of result files written before the terms were unified (old name -> name now)."""
+
+
+def upgrade_record(record: Any) -> Any:
+    """A result line in today's words: old keys renamed, decision ``kept`` -> ``accepted``."""
+    if not isinstance(record, dict):
+        return record
+    for old, new in RENAMED.items():
+        if old in record and new not in record:
+            record[new] = record.pop(old)
+    steps = record.get("steps")
+    for step in steps if isinstance(steps, list) else []:
+        if isinstance(step, dict):
+            if step.get("decision") == "kept":
+                step["decision"] = "accepted"
+            upgrade_record(step)
+    return record
 
 
 def record_key(record: dict[str, Any]) -> ResultKey:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import httpx
+from langchain_core.messages import HumanMessage
 from tqdm import tqdm
 
 from ...arbitrage.features import ROUTER_CONFIG
@@ -105,11 +106,11 @@ class BenchSettings:
 def baseline_stats(alone: SingleModelRun, wall_s: float, *, by_draft: bool) -> SpecReasonStats:
     """Stats of a single-model reply: its time counts as ``draft`` or as ``answer`` time."""
     return SpecReasonStats(
-        steps_drafted=0, steps_kept=0, steps_rewritten=0, steps_base=0, steps_dropped=0,
+        steps_drafted=0, steps_accepted=0, steps_rewritten=0, steps_base=0, steps_dropped=0,
         draft_tokens=alone.tokens if by_draft else 0, base_tokens=0 if by_draft else alone.tokens,
         judge_calls=0, judge_prompt_tokens=0, judge_cached_tokens=0, trace_tokens=alone.tokens,
         answer_tokens=0, draft_s=alone.seconds if by_draft else 0.0,
-        judge_s=0.0, regenerate_s=0.0, answer_s=0.0 if by_draft else alone.seconds,
+        judge_s=0.0, rewrite_s=0.0, answer_s=0.0 if by_draft else alone.seconds,
         wall_s=wall_s, stop="budget" if alone.finish_reason == "length" else "end",
     )
 
@@ -176,7 +177,7 @@ class Solver:
         messages = [{"role": "user", "content": prompt}]
         start = time.perf_counter()
         if self.graph is not None:
-            state = await self.graph.ainvoke({"messages": messages})
+            state = await self.graph.ainvoke({"messages": [HumanMessage(prompt)]})
             wall = time.perf_counter() - start
             steps = [StepTrace(decision=s["decision"], score=s["score"]) for s in state["steps"]]
             floor = await self.prefill_floor(messages, state["steps"])  # off the clock

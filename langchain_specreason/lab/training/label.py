@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from langchain_core.messages import HumanMessage
 from tqdm import tqdm
 
 from ...arbitrage.features import LabelledStep, PrefixStep
@@ -43,7 +44,7 @@ def labelled_steps(problem_id: str, question: str,
         verdict = record.get("verdict") or {}
         if "advantage" not in verdict:
             continue
-        draft_text = record["text"] if record["decision"] == "kept" else record["draft_text"]
+        draft_text = record["text"] if record["decision"] == "accepted" else record["draft_text"]
         prefix: list[PrefixStep] = [{"author": s["author"], "text": s["text"]}
                                     for s in steps[:i]]
         out.append({
@@ -125,8 +126,7 @@ async def label_problems(
         async def oracle(problem: Problem) -> tuple[Problem, dict[str, Any], float]:
             async with gate:
                 t0 = time.perf_counter()
-                state = await graph.ainvoke(
-                    {"messages": [{"role": "user", "content": build_prompt(problem)}]})
+                state = await graph.ainvoke({"messages": [HumanMessage(build_prompt(problem))]})
                 return problem, state, time.perf_counter() - t0
 
         for next_done in asyncio.as_completed([oracle(p) for p in todo]):

@@ -1,0 +1,116 @@
+"""The SpecReason algorithm as a LangGraph state graph. This is the only implementation.
+
+The nodes are module-level functions (:mod:`.nodes`, :mod:`.answer`) over pure helpers
+(:mod:`.steps`); :func:`create_specreason_graph` wires them.
+
+::
+
+    START -> start -> draft -> judge -> accept -----> draft | rewrite | answer -> END
+                        |         \\-> rewrite ----/
+                        \\-(blank draft)-> rewrite
+
+* ``start`` checks the conversation and resets the per-run fields;
+* ``draft``: the draft model writes the next step (stops at the delimiter);
+* ``judge``: the judge scores it (:mod:`~.judges`); meanwhile, with ``lookahead``, the draft
+  model writes the next step as if this one is accepted (used by ``draft`` if it is);
+* ``accept``: the draft step joins the trace; ``rewrite``: the base model writes the step itself
+  (also for the first ``first_n_base_steps`` steps, which are never drafted);
+* after each step the stop rules run (:func:`apply_step`): end of message, end of thinking,
+  a step repeating a recent one, or the budget spent; then ``answer`` writes the final answer
+  (streamed by the base model, or by the draft with ``answer_by="draft"``).
+
+Every node writes typed events (:mod:`~.events`) to LangGraph's ``custom`` stream so a UI can
+show the trace live; ``fallback`` says the draft server failed and the base model writes the
+remaining steps. Node updates are checkpointed
+after each step: with a checkpointer, an interrupted thread resumes from its last completed
+node with ``graph.ainvoke(None, config)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from functools import partial
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
+
+from ..config import SpecReasonConfig
+from ..endpoint import Endpoint
+from ..formats import PromptFormat, get_format
+from ..judges import Judge, make_judge
+from ..state import SpecReasonInput, SpecReasonOutput, SpecReasonState
+from . import nodes
+from .answer import answer
+from .nodes import Parts
+from .steps import apply_step, next_node, step_finish, step_record
+
+__all__ = ["NODES", "Parts", "SpecReasonGraph", "apply_step", "create_specreason_graph",
+           "next_node", "step_finish", "step_record"]
+
+NODES = ("start", "draft", "judge", "accept", "rewrite", "answer")
+"""The graph's node names. Stable: traces, tests and UIs refer to them."""
+
+SpecReasonGraph = CompiledStateGraph[SpecReasonState, None, SpecReasonInput, SpecReasonOutput]
+"""The compiled graph :func:`create_specreason_graph` returns."""
+
+
+def create_specreason_graph(
+    draft: Endpoint,
+    base: Endpoint,
+    *,
+    judge: Judge | None = None,
+    config: SpecReasonConfig | None = None,
+    family: str | PromptFormat = "instruct",
+    checkpointer: Checkpointer = None,
+    name: str | None = "specreason",
+) -> SpecReasonGraph:
+    """Build the SpecReason graph over a draft and a base endpoint.
+
+    Args:
+        draft: the small model's endpoint (writes draft steps).
+        base: the big model's endpoint (judges, rewrites, answers).
+        judge: decides whether a draft step is accepted; default: the judge ``config.judge``
+            names, with its settings (:func:`~.judges.make_judge`).
+        config: the knobs (:class:`SpecReasonConfig`).
+        family: prompt family of the pair (``"instruct"``, ``"think"``, or a
+            :class:`~.formats.PromptFormat`).
+        checkpointer: any LangGraph checkpointer, to resume interrupted runs.
+        name: the graph's name in traces.
+
+    Returns:
+        A compiled LangGraph graph. Input :class:`~.state.SpecReasonInput` (``messages``,
+        optional ``answer_options``); output :class:`~.state.SpecReasonOutput` (``steps``,
+        ``answer``, ``stop``, the conversation with the answer appended, counts).
+
+    Example::
+
+        graph = create_specreason_graph(OpenAIEndpoint(draft_url, name="draft"),
+                                        OpenAIEndpoint(base_url, name="base"))
+        out = await graph.ainvoke({"messages": [("user", "What is 12*7?")]})
+        print(out["answer"])
+    """
+    cfg = config or SpecReasonConfig()
+    fmt = get_format(family)
+    parts = Parts(draft=draft, base=base, judge=judge or make_judge(cfg, draft, base, fmt),
+                  config=cfg, fmt=fmt)
+    builder = StateGraph(SpecReasonState, input_schema=SpecReasonInput,
+                         output_schema=SpecReasonOutput)
+    builder.add_node("start", nodes.start)
+    builder.add_node("draft", partial(nodes.draft, parts=parts))
+    builder.add_node("judge", partial(nodes.judge, parts=parts))
+    builder.add_node("accept", partial(nodes.accept, parts=parts))
+    builder.add_node("rewrite", partial(nodes.rewrite, parts=parts))
+    builder.add_node("answer", partial(answer, parts=parts))
+    builder.add_edge(START, "start")
+    route: dict[Hashable, str] = {"draft": "draft", "rewrite": "rewrite", "answer": "answer"}
+    for node in ("start", "accept", "rewrite"):
+        builder.add_conditional_edges(node, partial(nodes.after_step, parts=parts), route)
+    builder.add_conditional_edges("draft", nodes.after_draft,
+                                  {"judge": "judge", "rewrite": "rewrite"})
+    builder.add_conditional_edges("judge", nodes.after_judge,
+                                  {"accept": "accept", "rewrite": "rewrite"})
+    builder.add_edge("answer", END)
+    graph = builder.compile(checkpointer=checkpointer, name=name or "specreason")
+    # Every step of the trace costs at most three node runs and holds at least one token.
+    return graph.with_config(recursion_limit=3 * cfg.budget + 10)

@@ -1,0 +1,92 @@
+"""The ``answer`` node: the final answer after the reasoning, streamed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_stream_writer
+
+from ..endpoint import ChatRequest, Completion
+from ..events import AnswerDelta
+from ..formats import continue_messages, to_openai_messages
+from ..state import SpecReasonState
+from .nodes import Parts
+from .steps import step_texts
+from .tracing import completion_outputs, traced_call
+
+
+async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
+                 ) -> dict[str, Any]:
+    """Write the answer after the trace (base model, or the draft with ``answer_by="draft"``).
+
+    An instruct reply that ended by itself is already complete, unless tools may be called;
+    otherwise the reply is continued (instruct) or the answer follows the thinking (think).
+    The ``answer_options`` of the state (tools, tool choice, stop) apply to this call only.
+    """
+    cfg, fmt = parts.config, parts.fmt
+    steps = step_texts(state)
+    conversation = to_openai_messages(state["messages"])
+    trace = fmt.render(steps)
+    options = state.get("answer_options") or {}
+    final = Completion(text="", finish_reason="stop")
+    text = ""
+    tools = options.get("tools")
+    if fmt.thinking_end is not None or state.get("stop") != "end" or tools:
+        if fmt.thinking_end is None:  # continue the instruct reply (cut, or tool turn)
+            messages, cont = continue_messages(conversation, fmt, steps)
+        else:
+            messages = [*conversation, {"role": "assistant",
+                                        "content": trace + fmt.thinking_end + "\n\n"}]
+            cont = True
+        endpoint = (parts.base if cfg.answer_by == "base" or state.get("draft_down")
+                    else parts.draft)
+        request = ChatRequest(
+            messages=messages, max_tokens=cfg.answer_max_tokens, continue_final=cont,
+            temperature=cfg.temperature, top_p=cfg.top_p, seed=cfg.seed,
+            stop=options.get("stop"), tools=tools, tool_choice=options.get("tool_choice"),
+        )
+        writer = get_stream_writer()
+        pieces: list[str] = []
+
+        async def stream_answer() -> Completion:
+            last = Completion(text="")
+            async for item in endpoint.stream(request):
+                if item.text:
+                    pieces.append(item.text)
+                    writer(AnswerDelta(type="answer_delta", text=item.text))
+                else:
+                    last = item
+            return last
+
+        final = await traced_call(
+            config, "write_answer",
+            {"specreason_call": "answer", "specreason_stop": state.get("stop"),
+             "specreason_author": cfg.answer_by},
+            {"messages": request.messages}, stream_answer,
+            lambda d: {**completion_outputs(d), "text": "".join(pieces),
+                       "tool_calls": d.tool_calls})
+        text = "".join(pieces)
+    full = trace + text if fmt.thinking_end is None else text
+    kwargs: dict[str, Any] = {}
+    if fmt.thinking_end is not None and trace.strip():
+        kwargs["reasoning_content"] = "".join(steps)
+    message = AIMessage(
+        content=full, additional_kwargs=kwargs,
+        tool_calls=[_tool_call(tc) for tc in final.tool_calls],
+    )
+    return {"answer": full, "answer_tokens": final.completion_tokens,
+            "answer_s": final.seconds, "answer_prompt_tokens": final.prompt_tokens,
+            "answer_finish": final.finish_reason or "stop", "messages": [message]}
+
+
+def _tool_call(tc: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI tool call as a LangChain ``tool_call``."""
+    fn = tc.get("function") or {}
+    try:
+        args = json.loads(fn.get("arguments") or "{}")
+    except json.JSONDecodeError:
+        args = {"__raw__": fn.get("arguments")}
+    return {"name": fn.get("name", ""), "args": args, "id": tc.get("id"), "type": "tool_call"}

@@ -1,0 +1,263 @@
+"""The nodes of the loop (``start``, ``draft``, ``judge``, ``accept``, ``rewrite``) and its routes.
+
+Each is a module-level function of the state, the run's ``RunnableConfig`` and the graph's
+:class:`Parts`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Any, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_stream_writer
+
+from ..config import SpecReasonConfig
+from ..endpoint import ChatRequest, Completion, Endpoint
+from ..errors import ContextLengthError, EndpointError
+from ..events import Done, Drafted, Fallback, Scored, Step
+from ..formats import PromptFormat, continue_messages, to_openai_messages
+from ..judges import Judge, StepContext
+from ..state import Decision, PendingStep, SpecReasonState, StepRecord
+from .steps import apply_step, next_node, step_finish, step_record, step_texts
+from .tracing import completion_outputs, traced_call
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What the nodes of one graph share: the two endpoints, the judge, knobs and format."""
+
+    draft: Endpoint
+    base: Endpoint
+    judge: Judge
+    config: SpecReasonConfig
+    fmt: PromptFormat
+
+    @property
+    def stops(self) -> list[str]:
+        """The stop strings of a step: the delimiter, and the end of thinking if any."""
+        return [self.config.delimiter] + ([self.fmt.thinking_end] if self.fmt.thinking_end
+                                          else [])
+
+    def step_request(self, state: SpecReasonState, *, logprobs: bool = False) -> ChatRequest:
+        """The request that writes the next step (either model; the budget caps it)."""
+        cfg = self.config
+        messages, cont = continue_messages(
+            to_openai_messages(state["messages"]), self.fmt, step_texts(state))
+        room = cfg.budget - state.get("tokens_used", 0)
+        return ChatRequest(
+            messages=messages, max_tokens=max(1, min(cfg.step_max_tokens, room)),
+            continue_final=cont, stop=self.stops, temperature=cfg.temperature, top_p=cfg.top_p,
+            seed=cfg.seed, logprobs=logprobs,
+        )
+
+
+async def start(state: SpecReasonState) -> dict[str, Any]:
+    """Check the conversation and reset the per-run fields."""
+    to_openai_messages(state.get("messages") or [])  # raises InputError when unusable
+    return {"steps": [], "pending": None, "lookahead": None, "tokens_used": 0, "repeats": 0,
+            "stop": None, "draft_down": None,
+            "answer": "", "answer_tokens": 0, "answer_s": 0.0, "answer_prompt_tokens": 0,
+            "answer_finish": "", "input_tokens": 0}
+
+
+async def _write_draft(parts: Parts, state: SpecReasonState, config: RunnableConfig,
+                       index: int, lookahead: bool = False) -> tuple[PendingStep, Completion]:
+    request = parts.step_request(state, logprobs=True)  # the confidence judge reads them
+    metadata: dict[str, Any] = {"specreason_step": index, "specreason_call": "draft"}
+    if lookahead:
+        metadata["specreason_lookahead"] = True
+    done = await traced_call(
+        config, "draft_step", metadata,
+        {"messages": request.messages}, lambda: parts.draft.complete(request),
+        completion_outputs)
+    text, finish = step_finish(done, parts.config.delimiter, parts.fmt.thinking_end)
+    pending: PendingStep = {
+        "text": text, "finish": finish, "tokens": done.completion_tokens,
+        "draft_s": done.seconds, "score": None, "accept": None, "judge_s": 0.0,
+        "judge_prompt_tokens": 0, "judge_cached_tokens": None, "index": index,
+    }
+    if done.token_logprobs is not None:
+        pending["logprobs"] = [round(lp, 4) for lp in done.token_logprobs]
+        pending["logprob_tokens"] = list(done.token_texts or [])
+    return pending, done
+
+
+async def draft(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
+                ) -> dict[str, Any]:
+    """The draft model writes the next step (or it was written ahead, during the judge)."""
+    index = len(state.get("steps") or [])
+    update: dict[str, Any] = {"lookahead": None}
+    ready = state.get("lookahead")
+    if ready is not None and ready.get("index") == index:
+        pending = ready  # drafted while the judge read the previous step
+    else:
+        try:
+            pending, done = await _write_draft(parts, state, config, index)
+        except EndpointError as exc:  # the base model alone can always finish the run
+            if isinstance(exc, ContextLengthError):
+                raise  # the prompt itself is too long: the base cannot take it either
+            get_stream_writer()(Fallback(type="fallback", step=index,
+                                         endpoint=parts.draft.name, reason=str(exc)))
+            return {"lookahead": None, "pending": None, "draft_down": str(exc)}
+        if index == 0:
+            update["input_tokens"] = done.prompt_tokens
+    get_stream_writer()(Drafted(type="drafted", step=index, text=pending["text"],
+                                tokens=pending["tokens"], seconds=pending["draft_s"]))
+    update["pending"] = pending
+    return update
+
+
+async def _draft_ahead(parts: Parts, state: SpecReasonState, config: RunnableConfig
+                       ) -> PendingStep | None:
+    """The next draft step as if ``pending`` is accepted (None when the trace would stop)."""
+    pending = state["pending"]
+    assert pending is not None
+    accepted = cast(SpecReasonState, {
+        **state, **apply_step(state, step_record(state, pending, "accepted"), parts.config)})
+    if next_node(accepted, parts.config) != "draft":
+        return None
+    step, _ = await _write_draft(parts, accepted, config, len(accepted.get("steps") or []),
+                                 lookahead=True)
+    return step
+
+
+def _context(parts: Parts, state: SpecReasonState, pending: PendingStep) -> StepContext:
+    return StepContext(
+        conversation=to_openai_messages(state["messages"]), steps=step_texts(state),
+        authors=[s["author"] for s in state.get("steps") or []],
+        step=pending["text"], request=parts.step_request(state),
+        step_logprobs=pending.get("logprobs"), step_tokens=pending.get("logprob_tokens"),
+        delimiter=parts.config.delimiter, thinking_end=parts.fmt.thinking_end)
+
+
+async def judge(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
+                ) -> dict[str, Any]:
+    """The judge scores the draft step.
+
+    With ``lookahead`` the draft model meanwhile writes the next step as if this one is
+    accepted.
+    """
+    cfg = parts.config
+    pending = state["pending"]
+    assert pending is not None
+    index = len(state.get("steps") or [])
+    judging = asyncio.ensure_future(traced_call(
+        config, "judge_step",
+        {"specreason_step": index, "specreason_call": "judge",
+         "specreason_judge": cfg.judge, "specreason_threshold": cfg.judge_threshold()},
+        {"step": pending["text"]},
+        lambda: parts.judge.judge(_context(parts, state, pending)),
+        lambda v: {"score": v.score, "decision": "accepted" if v.accept else "rewritten",
+                   "prompt_tokens": v.prompt_tokens, "cached_tokens": v.cached_tokens,
+                   **v.detail}))
+    ahead = (asyncio.ensure_future(_draft_ahead(parts, state, config)) if cfg.lookahead
+             else None)
+    try:
+        verdict = await judging
+    except BaseException:
+        if ahead is not None:
+            ahead.cancel()
+        raise
+    get_stream_writer()(Scored(type="scored", step=index, score=verdict.score,
+                               accepted=verdict.accept, seconds=verdict.seconds))
+    lookahead = None
+    if ahead is not None and verdict.accept:
+        judged = time.perf_counter()
+        try:
+            lookahead = await ahead
+        except Exception:  # the draft node drafts again and reports the error
+            lookahead = None
+        if lookahead is not None:  # only the wait past the judge is on the clock
+            waited = time.perf_counter() - judged
+            lookahead["draft_hidden_s"] = max(0.0, lookahead["draft_s"] - waited)
+            lookahead["draft_s"] = min(waited, lookahead["draft_s"])
+    elif ahead is not None:  # rejected: the base writes this step, the lookahead is moot
+        ahead.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await ahead
+    rewrite = None
+    if verdict.rewrite is not None and not verdict.accept:
+        rewrite = dataclasses.asdict(verdict.rewrite)
+    return {"pending": {**pending, "score": verdict.score, "accept": verdict.accept,
+                        "judge_s": verdict.seconds,
+                        "judge_prompt_tokens": verdict.prompt_tokens,
+                        "judge_cached_tokens": verdict.cached_tokens,
+                        "verdict": verdict.detail, "rewrite": rewrite},
+            "lookahead": lookahead}
+
+
+async def accept(state: SpecReasonState, *, parts: Parts) -> dict[str, Any]:
+    """The accepted draft step joins the trace."""
+    pending = state["pending"]
+    assert pending is not None
+    return _join(parts, state, step_record(state, pending, "accepted"))
+
+
+async def rewrite(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
+                  ) -> dict[str, Any]:
+    """The base model writes the step.
+
+    The draft was rejected (or blank), or the step is one of the first
+    ``first_n_base_steps``, or the draft server is down.
+    """
+    pending = state.get("pending")
+    index = len(state.get("steps") or [])
+    decision: Decision = "rewritten" if pending else "base"
+    ready = pending.get("rewrite") if pending else None
+    if ready:  # the judge already wrote the base step (the oracle)
+        done = Completion(text=ready["text"], finish_reason=ready["finish_reason"],
+                          stop_reason=ready["stop_reason"],
+                          completion_tokens=ready["tokens"], seconds=0.0)
+    else:
+        request = parts.step_request(state)
+        done = await traced_call(
+            config, "rewrite_step",
+            {"specreason_step": index, "specreason_call": "rewrite",
+             "specreason_decision": decision,
+             "specreason_score": pending["score"] if pending else None},
+            {"messages": request.messages}, lambda: parts.base.complete(request),
+            completion_outputs)
+    text, finish = step_finish(done, parts.config.delimiter, parts.fmt.thinking_end)
+    update = _join(parts, state, step_record(
+        state, pending, decision, text=text, finish=finish,
+        base_tokens=done.completion_tokens, rewrite_s=done.seconds))
+    if index == 0:
+        update["input_tokens"] = done.prompt_tokens
+    return update
+
+
+def _join(parts: Parts, state: SpecReasonState, record: StepRecord) -> dict[str, Any]:
+    update = apply_step(state, record, parts.config)
+    writer = get_stream_writer()
+    if update.get("stop") != "repeat":
+        writer(Step(type="step", step=record["index"], decision=record["decision"],
+                    author=record["author"], text=record["text"], score=record["score"],
+                    tokens=record["tokens"]))
+    if update.get("stop"):
+        writer(Done(type="done", reason=update["stop"]))
+    return update
+
+
+# Routes are coroutines: a sync one runs in a thread, and a client leaving the stream during
+# that hop cancelled the task after its state writes but before its route was written, so
+# the checkpoint had no next node and a resumed run ended without an answer.
+async def after_step(state: SpecReasonState, *, parts: Parts) -> str:
+    """After ``start``, ``accept`` or ``rewrite``: draft, rewrite, or answer."""
+    return next_node(state, parts.config)
+
+
+async def after_draft(state: SpecReasonState) -> str:
+    """A blank draft is not worth judging: the base model writes the step."""
+    pending = state.get("pending")
+    return "judge" if pending and pending["text"].strip() else "rewrite"
+
+
+async def after_judge(state: SpecReasonState) -> str:
+    """Accept or rewrite, as the judge said."""
+    pending = state.get("pending")
+    return "accept" if pending and pending["accept"] else "rewrite"

@@ -1,0 +1,97 @@
+"""Pure helpers of the loop: how a step ended, its record, the stop rules, the next node."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..config import SpecReasonConfig
+from ..endpoint import Completion
+from ..state import Decision, PendingStep, SpecReasonState, StepRecord
+
+_SPACES = re.compile(r"\s+")
+
+
+def step_finish(done: Completion, delimiter: str, thinking_end: str | None) -> tuple[str, str]:
+    """``(text, finish)`` of a step completion; the delimiter is put back on the text."""
+    if done.finish_reason == "length":
+        return done.text, "length"
+    if done.stop_reason == delimiter:
+        return done.text + delimiter, "delimiter"
+    if thinking_end is not None and done.stop_reason == thinking_end:
+        return done.text, "thinking_end"
+    return done.text, "end"
+
+
+def step_texts(state: SpecReasonState) -> list[str]:
+    """The texts of the trace's steps, in order."""
+    return [s["text"] for s in state.get("steps") or []]
+
+
+def step_record(
+    state: SpecReasonState, pending: PendingStep | None, decision: Decision, *,
+    text: str | None = None, finish: str | None = None, base_tokens: int = 0,
+    rewrite_s: float = 0.0,
+) -> StepRecord:
+    """The record of the next step of the trace.
+
+    ``accepted``: ``pending`` as drafted. ``rewritten``: the base model's ``text`` replaces the
+    rejected draft ``pending``. ``base``: the base model's ``text``, no draft (``pending``
+    ``None``).
+    """
+    by_base = decision != "accepted"
+    record: StepRecord = {
+        "index": len(state.get("steps") or []),
+        "text": text if by_base and text is not None else (pending["text"] if pending else ""),
+        "author": "base" if by_base else "draft",
+        "decision": decision,
+        "score": pending["score"] if pending else None,
+        "draft_text": pending["text"] if pending and by_base else None,
+        "tokens": base_tokens if by_base else (pending["tokens"] if pending else 0),
+        "draft_tokens": pending["tokens"] if pending else 0,
+        "base_tokens": base_tokens,
+        "draft_s": pending["draft_s"] if pending else 0.0,
+        "judge_s": pending["judge_s"] if pending else 0.0,
+        "rewrite_s": rewrite_s,
+        "judge_prompt_tokens": pending["judge_prompt_tokens"] if pending else 0,
+        "judge_cached_tokens": pending["judge_cached_tokens"] if pending else None,
+        "finish": finish if by_base and finish is not None else
+                  (pending["finish"] if pending else "end"),
+        "verdict": (pending.get("verdict") or {}) if pending else {},
+    }
+    if pending and not by_base and "draft_hidden_s" in pending:
+        record["draft_hidden_s"] = pending["draft_hidden_s"]
+    return record
+
+
+def apply_step(
+    state: SpecReasonState, record: StepRecord, config: SpecReasonConfig
+) -> dict[str, Any]:
+    """State update for a step about to join the trace: append it, then apply the stop rules.
+
+    A step repeating one of the last ``repeat_window`` steps (whitespace-insensitive) is
+    dropped and stops the trace: a loop, even a cycle of several steps, would otherwise run to
+    the budget.
+    """
+    steps = list(state.get("steps") or [])
+    norm = _SPACES.sub(" ", record["text"]).strip()
+    if config.repeat_window and norm:
+        recent = {_SPACES.sub(" ", s["text"]).strip() for s in steps[-config.repeat_window:]}
+        if norm in recent:
+            return {"pending": None, "stop": "repeat", "repeats": state.get("repeats", 0) + 1}
+    used = state.get("tokens_used", 0) + record["tokens"]
+    stop: str | None = None
+    if record["finish"] in ("end", "thinking_end"):
+        stop = record["finish"]
+    elif used >= config.budget:
+        stop = "budget"
+    return {"steps": [*steps, record], "tokens_used": used, "pending": None, "stop": stop}
+
+
+def next_node(state: SpecReasonState, config: SpecReasonConfig) -> str:
+    """Where to go after a step joins the trace (or at the start)."""
+    if state.get("stop"):
+        return "answer"
+    if len(state.get("steps") or []) < config.first_n_base_steps or state.get("draft_down"):
+        return "rewrite"
+    return "draft"
