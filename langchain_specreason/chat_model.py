@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from typing import Any, Literal, TypeVar
 
-import httpx
 from langchain_core.callbacks import (
     AsyncCallbackManager,
     AsyncCallbackManagerForLLMRun,
@@ -26,12 +24,13 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 
 from .config import DEFAULT_JUDGE, SpecReasonConfig
-from .endpoint import Endpoint, OpenAIEndpoint, server_root
-from .errors import ConfigError, ContextLengthError
+from .endpoint import OpenAIEndpoint, endpoint_pair
+from .errors import ConfigError, ContextLengthError, EndpointError
 from .formats import get_format, to_openai_messages
 from .graph import create_specreason_graph
 from .state import AnswerOptions
 from .stats import SpecReasonStats
+from .sync_bridge import iter_sync, run_sync
 
 T = TypeVar("T")
 _Parent = AsyncCallbackManagerForLLMRun | CallbackManagerForLLMRun
@@ -184,7 +183,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     """Stream by default in ``invoke`` (kept for compatibility; ``stream()`` always streams)."""
 
     _graph: Any = PrivateAttr(default=None)
-    _endpoints: dict[str, Endpoint] = PrivateAttr(default_factory=dict)
+    _endpoints: dict[str, OpenAIEndpoint] = PrivateAttr(default_factory=dict)
     _window: int | None = PrivateAttr(default=None)
 
     def __init__(self, **kwargs: Any) -> None:
@@ -200,18 +199,19 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             settings["answer_max_tokens"] = self.max_tokens
         return SpecReasonConfig(**settings)
 
-    def endpoint(self, role: Literal["draft", "base"]) -> Endpoint:
-        """The endpoint of ``role``, built once."""
-        if role not in self._endpoints:
-            url = self.draft_url if role == "draft" else self.base_url
-            if not url:
-                env = f"SPECREASON_{role.upper()}_URL"
-                raise ConfigError(f"no {role} server URL: pass {role}_url= or set {env}")
-            key = self.draft_api_key or self.api_key if role == "draft" else self.api_key
-            self._endpoints[role] = OpenAIEndpoint(
-                url, name=role, model=self.draft_model if role == "draft" else self.base_model,
-                api_key=key, timeout=self.timeout or 600.0, max_retries=self.max_retries,
-            )
+    def endpoint(self, role: Literal["draft", "base"]) -> OpenAIEndpoint:
+        """The endpoint of ``role``; both are built once, from the URLs and keys."""
+        if not self._endpoints:
+            for name in ("draft", "base"):
+                if not getattr(self, f"{name}_url"):
+                    raise ConfigError(f"no {name} server URL: pass {name}_url= or set "
+                                      f"SPECREASON_{name.upper()}_URL")
+            draft, base = endpoint_pair(
+                self.draft_url or "", self.base_url or "", api_key=self.api_key,
+                draft_api_key=self.draft_api_key, draft_model=self.draft_model,
+                base_model=self.base_model, timeout=self.timeout or 600.0,
+                max_retries=self.max_retries)
+            self._endpoints = {"draft": draft, "base": base}
         return self._endpoints[role]
 
     @property
@@ -262,31 +262,28 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         return super().bind(tools=formatted, tool_choice=tool_choice, **kwargs)
 
     # -- token counting -------------------------------------------------------------------
-    def _server_count(self, payload: dict[str, Any]) -> int | None:
-        """Token count from the base server's ``/tokenize`` (``None`` when unreachable)."""
-        if not self.base_url:
+    def _server_count(self, count: Callable[[OpenAIEndpoint], Coroutine[Any, Any, int]]
+                      ) -> int | None:
+        """A count by the base server (``/tokenize``); ``None`` when it cannot answer."""
+        if not (self.draft_url and self.base_url):
             return None
-        root = server_root(self.base_url)
-        body = {**payload, "model": self.base_model} if self.base_model else payload
         try:
-            resp = httpx.post(f"{root}/tokenize", json=body, timeout=10.0)
-        except httpx.HTTPError:
+            return run_sync(count(self.endpoint("base")))
+        except EndpointError:
             return None
-        return int(resp.json()["count"]) if resp.status_code == 200 else None
 
     def get_num_tokens_from_messages(
         self, messages: list[BaseMessage], tools: Sequence[Any] | None = None
     ) -> int:
         """Exact count through the base server's ``/tokenize``; an estimate offline."""
-        payload: dict[str, Any] = {"messages": to_openai_messages(messages)}
-        if tools:
-            payload["tools"] = [convert_to_openai_tool(t) for t in tools]
-        count = self._server_count(payload)
-        return count if count is not None else _tiktoken_estimate(payload["messages"])
+        conversation = to_openai_messages(messages)
+        schemas = [convert_to_openai_tool(t) for t in tools] if tools else None
+        count = self._server_count(lambda base: base.count_tokens(conversation, tools=schemas))
+        return count if count is not None else _tiktoken_estimate(conversation)
 
     def get_num_tokens(self, text: str) -> int:
         """Tokens of ``text`` (exact through the server when reachable)."""
-        count = self._server_count({"prompt": text, "add_special_tokens": False})
+        count = self._server_count(lambda base: _count_text(base, text))
         if count is not None:
             return count
         return _tiktoken_estimate([{"role": "user", "content": text}]) - 7
@@ -441,7 +438,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return _run_sync(self._collect(messages, stop, run_manager, kwargs))
+        return run_sync(self._collect(messages, stop, run_manager, kwargs))
 
     def _stream(
         self,
@@ -450,44 +447,11 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        yield from _iter_sync(self._events(messages, stop, run_manager, kwargs))
+        yield from iter_sync(self._events(messages, stop, run_manager, kwargs))
 
 
-# -- sync bridge: one private event loop thread shared by all sync calls ------------------
-_LOOP: asyncio.AbstractEventLoop | None = None
-_LOCK = threading.Lock()
-
-
-def _loop() -> asyncio.AbstractEventLoop:
-    global _LOOP
-    with _LOCK:
-        if _LOOP is None:
-            _LOOP = asyncio.new_event_loop()
-            threading.Thread(target=_LOOP.run_forever, name="specreason-sync", daemon=True).start()
-        return _LOOP
-
-
-def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run_coroutine_threadsafe(coro, _loop()).result()
-
-
-def _iter_sync(agen: AsyncIterator[T]) -> Iterator[T]:
-    loop = _loop()
-    iterator = aiter(agen)
-
-    async def step() -> T:
-        return await anext(iterator)
-
-    try:
-        while True:
-            try:
-                yield asyncio.run_coroutine_threadsafe(step(), loop).result()
-            except StopAsyncIteration:
-                return
-    finally:
-        closer = getattr(agen, "aclose", None)
-        if closer is not None:
-            asyncio.run_coroutine_threadsafe(closer(), loop).result()
+async def _count_text(base: OpenAIEndpoint, text: str) -> int:
+    return len(await base.tokenize_text(text))
 
 
 def _json(args: Any) -> str:

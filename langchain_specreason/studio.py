@@ -18,7 +18,7 @@ from typing import Any
 
 # Absolute imports: `langgraph dev` loads this file by path, not as part of the package.
 from langchain_specreason.config import SpecReasonConfig
-from langchain_specreason.endpoint import OpenAIEndpoint
+from langchain_specreason.endpoint import endpoint_pair
 from langchain_specreason.errors import ConfigError
 from langchain_specreason.graph import create_specreason_graph
 
@@ -29,16 +29,14 @@ def graph_from_env(env: dict[str, str] | None = None) -> Any:
     missing = [k for k in ("SPECREASON_DRAFT_URL", "SPECREASON_BASE_URL") if not env.get(k)]
     if missing:
         raise ConfigError(f"set {' and '.join(missing)} (e.g. from `specreason serve` output)")
-    endpoints = {
-        role: OpenAIEndpoint(
-            env[f"SPECREASON_{role.upper()}_URL"], name=role,
-            model=env.get(f"SPECREASON_{role.upper()}_MODEL") or None,
-            api_key=env.get(f"SPECREASON_{role.upper()}_API_KEY") or None,
-        )
-        for role in ("draft", "base")
-    }
+    draft, base = endpoint_pair(
+        env["SPECREASON_DRAFT_URL"], env["SPECREASON_BASE_URL"],
+        api_key=env.get("SPECREASON_BASE_API_KEY") or None,
+        draft_api_key=env.get("SPECREASON_DRAFT_API_KEY") or None,
+        draft_model=env.get("SPECREASON_DRAFT_MODEL") or None,
+        base_model=env.get("SPECREASON_BASE_MODEL") or None)
     return create_specreason_graph(
-        endpoints["draft"], endpoints["base"], config=SpecReasonConfig.from_env(env),
+        draft, base, config=SpecReasonConfig.from_env(env),
         family=env.get("SPECREASON_FAMILY", "instruct"),
     )
 

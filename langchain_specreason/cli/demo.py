@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from ..baselines import single_model
 from ..config import DEFAULT_JUDGE, SpecReasonConfig, add_config_flags, judge_settings
-from ..endpoint import OpenAIEndpoint
+from ..endpoint import endpoint_pair
 from ..errors import ConfigError
 from ..events import Event
 from ..graph import create_specreason_graph
@@ -58,8 +58,7 @@ async def run_demo(args: argparse.Namespace) -> int:
                   "start fetches the models and compiles, a few minutes...", flush=True)
             launcher = stack.enter_context(Launcher(profile, echo=True))
             urls = launcher.urls
-        draft = OpenAIEndpoint(urls["draft"], name="draft")
-        base = OpenAIEndpoint(urls["base"], name="base")
+        draft, base = endpoint_pair(urls["draft"], urls["base"])
         config = SpecReasonConfig(**judge_settings(args.judge, args.threshold),
                                   budget=args.budget, temperature=args.temperature, seed=0)
         graph = create_specreason_graph(draft, base, config=config, family=profile.family)

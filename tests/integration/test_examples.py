@@ -149,7 +149,7 @@ def test_live_steps_shows_steps_and_speed_up(example_env, capsys):
     assert live.main() == 0
     out = capsys.readouterr().out
     assert "SpecReason steps" in out
-    rows = re.findall(r"^\S\s+(\d+)\s+\S\s+(kept|rewritten|base)\b", out, flags=re.M)
+    rows = re.findall(r"^\S\s+(\d+)\s+\S\s+(accepted|rewritten|base)\b", out, flags=re.M)
     assert any(status in ("accepted", "rewritten") for _, status in rows), out
     assert re.search(r"^speed-up: \d+\.\d\dx \(SpecReason \d+\.\d s, base model alone "
                      r"\d+\.\d s\)$", out, flags=re.M), out
@@ -166,6 +166,7 @@ def test_agent_node_calls_the_tool_and_streams_the_subgraph(example_env, capsys)
     out = capsys.readouterr().out
     call = r"tool call: calculator\(\{'expression': '123 ?\* ?456'\}\) -> 56088"
     assert re.search(call, out), out
-    subgraph_steps = re.findall(r"^  specreason step \d+ (kept|rewritten|base):", out, flags=re.M)
+    subgraph_steps = re.findall(r"^  specreason step \d+ (accepted|rewritten|base):", out,
+                                flags=re.M)
     assert subgraph_steps, out  # steps streamed from inside the subgraph node
     assert "parent's last message: [report]" in out

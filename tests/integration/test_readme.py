@@ -47,7 +47,7 @@ def test_each_use_snippet_runs_as_pasted(servers, tmp_path, index):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "84" in done.stdout  # 12*7, in the answer the snippet prints
     if index == 0:  # the graph snippet prints each step's decision, then the stream's events
-        assert re.search(r"^(kept|rewritten|base) ", done.stdout, flags=re.M), done.stdout
+        assert re.search(r"^(accepted|rewritten|base) ", done.stdout, flags=re.M), done.stdout
         assert "'type': 'done'" in done.stdout
     else:  # the chat model's metadata, then the streamed reply
         assert "'steps_accepted'" in done.stdout, done.stdout
@@ -62,5 +62,5 @@ def test_demo_command_answers_and_compares_with_the_base_model(servers):
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     assert "judge arithmetic+likelihood" in out  # the default judge
-    assert re.search(r"step +0 (KEPT|REWRITTEN)", out), out
+    assert re.search(r"step +0 (ACCEPTED|REWRITTEN)", out), out
     assert re.search(r"vs base alone \d+\.\d s: \d+\.\d\dx", out), out

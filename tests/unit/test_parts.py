@@ -136,7 +136,7 @@ async def test_endpoint_retries_transient_errors_then_names_itself(monkeypatch):
         raise openai.APIConnectionError(request=request)
 
     monkeypatch.setattr(endpoint.client.chat.completions, "create", boom)
-    monkeypatch.setattr("langchain_specreason.endpoint.wait_exponential_jitter",
+    monkeypatch.setattr("langchain_specreason.endpoint.server.wait_exponential_jitter",
                         lambda **kw: (lambda state: 0))
     with pytest.raises(EndpointError, match=r"base endpoint at http://127.0.0.1:1/v1: "
                                             r"unreachable after 3 attempts"):

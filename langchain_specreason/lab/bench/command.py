@@ -201,7 +201,7 @@ async def execute(plan: Plan, *, progress: bool = True) -> int:
                 continue
             router = any(run.mode in ROUTER_MODES for run in group)
             with plan.source.servers(variant, router=router) as pair:
-                meta.add_servers(pair.describe())
+                meta.add_servers(await pair.describe())
                 solved += await run_group(pair, group, plan.problems, done, plan.settings,
                                           Sinks(results, runs, bar))
     meta.finish(solved)

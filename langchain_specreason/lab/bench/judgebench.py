@@ -32,7 +32,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from ...endpoint import OpenAIEndpoint
+from ...endpoint import OpenAIEndpoint, endpoint_pair
 from ...errors import ConfigError
 from ...formats import PromptFormat, continue_messages, get_format
 from ...judges import BaseModelScorer, LikelihoodScorer
@@ -169,7 +169,7 @@ async def run_judges(args: argparse.Namespace) -> int:
         needs_servers = any(MEASURES[m] != "no server" for m, _ in todo)
         with source.servers(None) if needs_servers else contextlib.nullcontext() as pair:
             if pair is not None:
-                meta.add_servers(pair.describe())
+                meta.add_servers(await pair.describe())
             await _run(todo, pair, fmt, out, progress=not args.no_progress)
     meta.finish(len(todo))
     for path in write_judge_report(out):
@@ -179,8 +179,8 @@ async def run_judges(args: argparse.Namespace) -> int:
 
 async def _run(todo: list[tuple[str, JudgeExample]], pair: ServerPair | None,
                fmt: PromptFormat, out: Path, *, progress: bool) -> None:
-    draft = OpenAIEndpoint(pair.draft_url if pair else "http://unused/v1", name="draft")
-    base = OpenAIEndpoint(pair.base_url if pair else "http://unused/v1", name="base")
+    draft, base = endpoint_pair(pair.draft_url if pair else "http://unused/v1",
+                                pair.base_url if pair else "http://unused/v1")
     measures = Measures(draft, base, fmt)
     warmed: set[tuple[str, str]] = set()
     with (JsonlAppender(out / RESULTS) as results,

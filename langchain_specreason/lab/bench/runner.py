@@ -21,11 +21,10 @@ import httpx
 from langchain_core.messages import HumanMessage
 from tqdm import tqdm
 
-from ...arbitrage.features import ROUTER_CONFIG
 from ...arbitrage.local import LocalClassifier
 from ...baselines import SingleModelRun, single_model
 from ...config import SpecReasonConfig, judge_settings
-from ...endpoint import Endpoint, OpenAIEndpoint
+from ...endpoint import Endpoint, OpenAIEndpoint, endpoint_pair
 from ...errors import ConfigError, ContextLengthError
 from ...formats import get_format, to_openai_messages
 from ...graph import create_specreason_graph
@@ -47,7 +46,7 @@ from .modes import GRAPH_MODES, SPECREASON_MODES, Run
 from .prefill import judge_prefill_floor
 from .prompts import build_prompt
 from .results import JsonlAppender, ResultKey
-from .servers import ServerPair, reset_prefix_cache, served_models
+from .servers import ServerPair, reset_prefix_cache, served_router_folder
 
 COUNTERS = {"requests": REQUESTS, "prompt_tokens": PROMPT_TOKENS,
             "generation_tokens": GENERATION_TOKENS, "prefix_cache_queries": CACHE_QUERIES,
@@ -121,7 +120,7 @@ def failed_stats(wall_s: float) -> SpecReasonStats:
 
 
 def make_judge(run: Run, base: Endpoint, router: OpenAIEndpoint | LocalClassifier | None,
-               settings: BenchSettings) -> Judge | None:
+               settings: BenchSettings, router_folder: Path | None = None) -> Judge | None:
     """The judge of a graph run (``None``: the graph's default, SpecReason's base judge)."""
     from ...arbitrage.oracle import OracleJudge
     from ...arbitrage.router import RouterJudge
@@ -134,11 +133,8 @@ def make_judge(run: Run, base: Endpoint, router: OpenAIEndpoint | LocalClassifie
         if isinstance(router, LocalClassifier):
             return RouterJudge.from_folder(router, router.folder, tau=tau)
         # the router's input settings travel in router.json beside the served weights
-        roots = [m.get("root") for m in served_models(router.base_url)]
-        folder = next((Path(r) for r in roots if r and (Path(r) / ROUTER_CONFIG).is_file()),
-                      None)
-        if folder is not None:
-            return RouterJudge.from_folder(router, folder, tau=tau)
+        if router_folder is not None:
+            return RouterJudge.from_folder(router, router_folder, tau=tau)
         return RouterJudge(router, tau=tau)
     if run.mode == "oracle":
         return OracleJudge.scored_by_base(base, get_format(settings.family),
@@ -161,7 +157,8 @@ class Solver:
     """Answers problems in one run over one draft and one base endpoint."""
 
     def __init__(self, run: Run, draft: Endpoint, base: Endpoint, settings: BenchSettings,
-                 router: OpenAIEndpoint | LocalClassifier | None = None):
+                 router: OpenAIEndpoint | LocalClassifier | None = None,
+                 router_folder: Path | None = None):
         self.run = run
         self.base = base
         self.family = settings.family
@@ -169,7 +166,7 @@ class Solver:
         self.endpoint = draft if run.mode == "draft" else base
         self.graph = (create_specreason_graph(
             draft, base, config=self.config, family=settings.family,
-            judge=make_judge(run, base, router, settings))
+            judge=make_judge(run, base, router, settings, router_folder))
             if run.mode in GRAPH_MODES else None)
 
     async def answer(self, prompt: str) -> Answered:
@@ -267,11 +264,12 @@ async def run_group(
     metrics: bool = True,
 ) -> int:
     """Solve the problems of each run not yet in ``done``; returns how many were solved."""
-    draft, base = endpoints or (OpenAIEndpoint(pair.draft_url, name="draft"),
-                                OpenAIEndpoint(pair.base_url, name="base"))
+    draft, base = endpoints or endpoint_pair(pair.draft_url, pair.base_url)
     router: OpenAIEndpoint | LocalClassifier | None = None
+    router_folder: Path | None = None
     if pair.router_url:
         router = OpenAIEndpoint(pair.router_url, name="router")
+        router_folder = await served_router_folder(router)
     elif pair.router_model:
         router = LocalClassifier(pair.router_model)
     solved = 0
@@ -280,7 +278,7 @@ async def run_group(
         todo = [p for p in problems if run.key(p.id) not in done]
         if not todo:
             continue
-        solver = Solver(run, draft, base, settings, router)
+        solver = Solver(run, draft, base, settings, router, router_folder)
         sinks.bar.set_postfix_str(run.label)
         started, clock = datetime.now(UTC).isoformat(), time.perf_counter()
         first = now = await _snapshots(pair, metrics)

@@ -15,11 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from ...arbitrage.features import ROUTER_CONFIG
-from ...endpoint import server_root
-from ...errors import ConfigError
+from ...endpoint import OpenAIEndpoint
+from ...errors import ConfigError, EndpointError
 from ...serving.launcher import Launcher
 from ...serving.profiles import Profile, Role, load_profile
 
@@ -37,11 +35,11 @@ class ServerPair:
     router_model: str | None = None
     """Or a router folder run in-process (no server)."""
 
-    def describe(self) -> dict[str, Any]:
+    async def describe(self) -> dict[str, Any]:
         """URLs, served models and (when known) the servers' flags, for ``meta.json``."""
         out: dict[str, Any] = {"variant": self.variant, "started_by_bench": bool(self.profile)}
         for role, url in (("draft", self.draft_url), ("base", self.base_url)):
-            info: dict[str, Any] = {"url": url, "models": served_models(url)}
+            info: dict[str, Any] = {"url": url, "models": await served_models(url)}
             if self.profile is not None:
                 spec = self.profile.draft if role == "draft" else self.profile.base
                 info.update(model=spec.model, args=list(spec.args), env=dict(spec.env))
@@ -49,7 +47,8 @@ class ServerPair:
         if self.router_model:
             out["router"] = {"in_process": self.router_model}
         if self.router_url:
-            out["router"] = {"url": self.router_url, "models": served_models(self.router_url)}
+            out["router"] = {"url": self.router_url,
+                             "models": await served_models(self.router_url)}
             if self.profile is not None and self.profile.router is not None:
                 out["router"].update(model=self.profile.router.model,
                                      args=list(self.profile.router.args))
@@ -135,25 +134,25 @@ class ServerSource:
 async def reset_prefix_cache(url: str, *, timeout: float = 60.0) -> bool | None:
     """Empty a vLLM server's prefix cache: ``True`` done, ``False`` refused, ``None`` no server.
 
-    vLLM serves ``POST /reset_prefix_cache`` only with ``VLLM_SERVER_DEV_MODE=1`` (the CPU
-    profiles set it). The benchmark empties both caches before each problem, so no run
-    profits from prefixes an earlier run of the same problem left behind.
+    The benchmark empties both caches before each problem, so no run profits from prefixes an
+    earlier run of the same problem left behind (see
+    :meth:`~langchain_specreason.endpoint.OpenAIEndpoint.reset_prefix_cache`).
     """
-    root = server_root(url)
-    try:
-        async with httpx.AsyncClient(timeout=timeout) as client:
-            resp = await client.post(f"{root}/reset_prefix_cache")
-    except httpx.HTTPError:
-        return None
-    return resp.status_code == 200
+    server = OpenAIEndpoint(url, name="server", timeout=timeout, max_retries=0)
+    return await server.reset_prefix_cache()
 
 
-def served_models(url: str, *, timeout: float = 10.0) -> list[dict[str, Any]]:
+async def served_models(url: str, *, timeout: float = 10.0) -> list[dict[str, Any]]:
     """What ``GET /v1/models`` lists (id, root, max_model_len); ``[{"error": ...}]`` if down."""
+    server = OpenAIEndpoint(url, name="server", timeout=timeout, max_retries=0)
     try:
-        resp = httpx.get(f"{url.rstrip('/')}/models", timeout=timeout)
-        resp.raise_for_status()
-        data = resp.json().get("data") or []
-    except (httpx.HTTPError, ValueError) as exc:
-        return [{"error": f"{type(exc).__name__}: {exc}"[:200]}]
-    return [{k: m.get(k) for k in ("id", "root", "max_model_len")} for m in data]
+        models = await server.models()
+    except EndpointError as exc:
+        return [{"error": str(exc)[:200]}]
+    return [{k: m.get(k) for k in ("id", "root", "max_model_len")} for m in models]
+
+
+async def served_router_folder(router: OpenAIEndpoint) -> Path | None:
+    """The folder a router server serves, when it holds the router's ``router.json``."""
+    roots = [m.get("root") for m in await served_models(router.base_url)]
+    return next((Path(r) for r in roots if r and (Path(r) / ROUTER_CONFIG).is_file()), None)

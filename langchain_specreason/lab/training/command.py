@@ -86,7 +86,7 @@ async def run(args: argparse.Namespace) -> int:
 
 
 async def _label(args: argparse.Namespace) -> int:
-    from ...endpoint import OpenAIEndpoint
+    from ...endpoint import endpoint_pair
     from ..bench.command import generation_settings
     from ..bench.datasets import is_file_dataset, load_problems
     from ..bench.modes import Run
@@ -104,9 +104,8 @@ async def _label(args: argparse.Namespace) -> int:
     print(f"label: {len(problems)} problems; labels in {out}", file=sys.stderr, flush=True)
     with source.servers(None) as pair:
         summary = await label_problems(
-            OpenAIEndpoint(pair.draft_url, name="draft"),
-            OpenAIEndpoint(pair.base_url, name="base"),
-            problems, out, config=config, family=settings.family,
+            *endpoint_pair(pair.draft_url, pair.base_url), problems, out, config=config,
+            family=settings.family,
             score_method=args.score_method, scorer=args.scorer,
             tau=args.tau, concurrency=args.concurrency, progress=not args.no_progress)
     print(summary.format())

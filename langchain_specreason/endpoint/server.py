@@ -1,4 +1,4 @@
-"""Endpoints: where a model is served. The graph talks to the :class:`Endpoint` protocol only.
+"""An OpenAI-compatible server (vLLM) as an endpoint.
 
 :class:`OpenAIEndpoint` is an OpenAI-compatible server (vLLM) reached through the openai SDK.
 Transient failures (connection errors, timeouts, 408, 429, 5xx) are retried with tenacity,
@@ -13,9 +13,9 @@ import asyncio
 import time
 import weakref
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
+import httpx
 import openai
 from pydantic import SecretStr
 from tenacity import (
@@ -26,121 +26,12 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from .errors import ContextLengthError, EndpointError
+from ..errors import ContextLengthError, EndpointError
+from .base import ChatRequest, Classified, Completion, PromptLogprobs
 
 READ_PREFIX_CACHE_XARG = "specreason_read_prefix_cache"
 """The ``vllm_xargs`` key that lets a ``prompt_logprobs`` request read the prefix cache (the
 server-side half is :mod:`langchain_specreason.serving.vllm_plugin`)."""
-
-
-@dataclass(frozen=True)
-class ChatRequest:
-    """One chat-completions call. ``continue_final`` continues the last assistant message."""
-
-    messages: list[dict[str, Any]]
-    max_tokens: int
-    continue_final: bool = False
-    stop: list[str] | None = None
-    temperature: float = 0.0
-    top_p: float = 1.0
-    seed: int | None = None
-    top_logprobs: int | None = None
-    """Ask for the top-k logprobs of each generated token."""
-    logprobs: bool = False
-    """Ask for the log-probability of each generated token (:attr:`Completion.token_logprobs`)."""
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: Any = None
-
-
-@dataclass
-class Completion:
-    """What a call produced, with the server's own accounting."""
-
-    text: str
-    finish_reason: str | None = None
-    """``stop`` (a stop string or end of message) or ``length`` (``max_tokens`` reached)."""
-    stop_reason: str | int | None = None
-    """vLLM: the stop string that matched; ``None`` when the model ended its message."""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_tokens: int | None = None
-    """Prompt tokens served from the server's prefix cache (``--enable-prompt-tokens-details``)."""
-    top_logprobs: list[tuple[str, float]] = field(default_factory=list)
-    """Top logprobs of the first generated token, as ``(token, logprob)``."""
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    seconds: float = 0.0
-    """Wall time of the call, retries included."""
-    token_logprobs: list[float] | None = None
-    """Log-probability of each generated token (when the request asked for ``logprobs``)."""
-    token_texts: list[str] | None = None
-    """The text of each generated token (with :attr:`token_logprobs`)."""
-
-
-@dataclass(frozen=True)
-class PromptLogprobs:
-    """The server's log-probability of each prompt token given the tokens before it."""
-
-    logprobs: list[float | None]
-    """One per prompt token; ``None`` for the first token and for positions read from the
-    prefix cache (their logprobs were not computed)."""
-    tokens: list[str | None] = field(default_factory=list)
-    """The text of each prompt token, as the server decoded it (``None`` where no logprob)."""
-    prompt_tokens: int = 0
-    cached_tokens: int | None = None
-    """Prompt tokens read from the prefix cache, not prefilled."""
-    seconds: float = 0.0
-
-
-@dataclass(frozen=True)
-class Classified:
-    """Class probabilities from a classifier server, one row per input text."""
-
-    probs: list[list[float]]
-    prompt_tokens: int = 0
-    seconds: float = 0.0
-
-
-class Classifier(Protocol):
-    """A served sequence classifier (the Arbitrage router, a reward model)."""
-
-    name: str
-
-    async def classify(self, texts: list[str], *, truncate: int | None = None) -> Classified:
-        """Class probabilities of each text."""
-        ...
-
-
-@runtime_checkable
-class Endpoint(Protocol):
-    """A served model that can complete a chat, whole or streamed."""
-
-    name: str
-    """Short label used in errors, stats and traces (``draft``, ``base``)."""
-
-    async def complete(self, request: ChatRequest) -> Completion:
-        """Run ``request`` and return the whole completion."""
-        ...
-
-    def stream(self, request: ChatRequest) -> AsyncIterator[Completion]:
-        """Run ``request`` streamed: text deltas, the last item carrying finish and usage."""
-        ...
-
-
-@runtime_checkable
-class TokenScorer(Protocol):
-    """A served model that tokenizes chat prompts and scores prompt tokens (vLLM)."""
-
-    name: str
-
-    async def tokenize(self, messages: list[dict[str, Any]], *,
-                       continue_final: bool = False) -> list[int]:
-        """Token ids of a chat prompt as the server renders it."""
-        ...
-
-    async def prompt_logprobs(self, token_ids: list[int], *,
-                              read_cache: bool = True) -> PromptLogprobs:
-        """Log-probability of each token of ``token_ids`` (one forward pass, no decoding)."""
-        ...
 
 
 _RETRY_STATUS = {408, 429}
@@ -165,6 +56,20 @@ def _is_context_error(exc: openai.APIStatusError) -> bool:
         key in text for key in ("maximum context length", "max_model_len", "context length",
                                 "too long", "max_tokens' is too large")
     )
+
+
+def endpoint_pair(
+    draft_url: str, base_url: str, *, api_key: SecretStr | str | None = None,
+    draft_api_key: SecretStr | str | None = None, draft_model: str | None = None,
+    base_model: str | None = None, timeout: float = 600.0, max_retries: int = 2,
+) -> tuple[OpenAIEndpoint, OpenAIEndpoint]:
+    """The draft and base endpoints of a server pair (the draft's key defaults to the base's)."""
+    draft = OpenAIEndpoint(draft_url, name="draft", model=draft_model,
+                           api_key=draft_api_key or api_key, timeout=timeout,
+                           max_retries=max_retries)
+    base = OpenAIEndpoint(base_url, name="base", model=base_model, api_key=api_key,
+                          timeout=timeout, max_retries=max_retries)
+    return draft, base
 
 
 class OpenAIEndpoint:
@@ -339,16 +244,27 @@ class OpenAIEndpoint:
         return Classified(probs=probs, prompt_tokens=int(usage.get("prompt_tokens") or 0),
                           seconds=seconds)
 
-    async def tokenize(self, messages: list[dict[str, Any]], *,
-                       continue_final: bool = False) -> list[int]:
+    async def tokenize(self, messages: list[dict[str, Any]], *, continue_final: bool = False,
+                       tools: list[dict[str, Any]] | None = None) -> list[int]:
         """Token ids of a chat prompt as the server renders it (vLLM ``/tokenize``).
 
         ``continue_final`` renders the prompt that continues the last assistant message, as
         :class:`ChatRequest` sends it; otherwise the template's generation prompt is added.
+        ``tools`` are rendered into the prompt as the chat template does.
         """
-        body = {"model": await self.model_name(), "messages": messages,
-                "continue_final_message": continue_final,
-                "add_generation_prompt": not continue_final}
+        body: dict[str, Any] = {"model": await self.model_name(), "messages": messages,
+                                "continue_final_message": continue_final,
+                                "add_generation_prompt": not continue_final}
+        if tools:
+            body["tools"] = tools
+        return await self._tokenize(body)
+
+    async def tokenize_text(self, text: str) -> list[int]:
+        """Token ids of plain ``text`` (no chat template, no special tokens)."""
+        return await self._tokenize({"model": await self.model_name(), "prompt": text,
+                                     "add_special_tokens": False})
+
+    async def _tokenize(self, body: dict[str, Any]) -> list[int]:
         url = server_root(self.base_url) + "/tokenize"
         resp = await self._call(self.client.post, url, body=body, cast_to=object)
         try:
@@ -358,9 +274,30 @@ class OpenAIEndpoint:
                                 f"/tokenize answered without tokens: {exc!r}") from None
 
     async def count_tokens(self, messages: list[dict[str, Any]], *,
-                           continue_final: bool = False) -> int:
+                           continue_final: bool = False,
+                           tools: list[dict[str, Any]] | None = None) -> int:
         """Tokens of a chat prompt as the server renders it (see :meth:`tokenize`)."""
-        return len(await self.tokenize(messages, continue_final=continue_final))
+        return len(await self.tokenize(messages, continue_final=continue_final, tools=tools))
+
+    async def reset_prefix_cache(self) -> bool | None:
+        """Empty the server's prefix cache: ``True`` done, ``False`` refused, ``None`` no server.
+
+        vLLM serves ``POST /reset_prefix_cache`` only with ``VLLM_SERVER_DEV_MODE=1`` (the CPU
+        profiles set it). Not retried: a benchmark asks once before each problem.
+        """
+        url = server_root(self.base_url) + "/reset_prefix_cache"
+        try:
+            await self.client.post(url, cast_to=httpx.Response)
+        except (openai.APIConnectionError, openai.APITimeoutError):
+            return None
+        except openai.APIStatusError:
+            return False
+        return True
+
+    async def models(self) -> list[dict[str, Any]]:
+        """What the server lists at ``/v1/models`` (id, root, ``max_model_len``, ...)."""
+        page = await self._call(self.client.models.list)
+        return [{"id": m.id, **(m.model_extra or {})} for m in page.data]
 
     async def prompt_logprobs(self, token_ids: list[int], *,
                               read_cache: bool = True) -> PromptLogprobs:
