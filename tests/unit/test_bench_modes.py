@@ -185,3 +185,12 @@ def test_base_first_steps_are_part_of_a_runs_identity():
     from langchain_specreason.lab.bench.runner import BenchSettings
 
     assert BenchSettings().config(runs[0]).first_n_base_steps == 2
+
+
+def test_a_runs_threshold_is_named_by_its_judge():
+    assert Run("specreason", 7.0).setting == "threshold"
+    assert Run("specreason", -3.5, judge="arithmetic+likelihood").setting == "likelihood_threshold"
+    assert Run("specreason", -5.5, judge="confidence").setting == "confidence_threshold"
+    assert Run("arbitrage", 0.5).setting == "tau"
+    assert Run("oracle", 1.0).label == "oracle margin=1"
+    assert Run("base").setting is None

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...config import JUDGES, parse_judge
+from ...config import JUDGES, THRESHOLD_FIELDS, parse_judge
 from ...errors import ConfigError
 
 MODES: tuple[str, ...] = ("base", "draft", "specreason", "sd", "specreason+sd", "arbitrage",
@@ -47,6 +47,8 @@ class Run:
 
     mode: str
     threshold: float | None = None
+    """The judge's threshold on its own scale; :attr:`setting` names it (results files keep
+    the key ``threshold`` so older folders resume)."""
     score_method: str | None = None
     variant: str | None = None
     """The base server's profile variant (``sd`` modes only; ``None``: the plain profile)."""
@@ -56,6 +58,22 @@ class Run:
     base_steps: int = 0
     """SpecReason modes: the base model writes the first ``base_steps`` steps itself
     (``first_n_base_steps``), e.g. the plan of the solution."""
+
+    @property
+    def setting(self) -> str | None:
+        """Which setting :attr:`threshold` is.
+
+        A ``SpecReasonConfig`` field for SpecReason modes (``threshold``,
+        ``likelihood_threshold``, ...), the router's ``tau`` (a probability) for
+        ``arbitrage``, the oracle's ``margin``.
+        """
+        if self.threshold is None:
+            return None
+        if self.mode == "arbitrage":
+            return "tau"
+        if self.mode == "oracle":
+            return "margin"
+        return THRESHOLD_FIELDS.get(parse_judge(self.judge or "score")[-1], "threshold")
 
     @property
     def label(self) -> str:
@@ -70,7 +88,7 @@ class Run:
         if self.threshold is None:
             return mode
         if self.mode not in SPECREASON_MODES:
-            return f"{mode} tau={self.threshold:g}"
+            return f"{mode} {self.setting}={self.threshold:g}"
         method = "" if self.score_method in (None, "greedy") else f" {self.score_method}"
         return f"{mode} t={self.threshold:g}{method}"
 

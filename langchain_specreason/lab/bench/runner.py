@@ -205,7 +205,7 @@ class Solver:
         reply, stats = got.reply, got.stats
         graded = grade(problem.grader, reply, problem.gold)
         return {
-            "mode": self.run.mode, "threshold": self.run.threshold,
+            "mode": self.run.mode, "threshold": self.run.threshold, "setting": self.run.setting,
             "score_method": self.run.score_method, "problem_id": problem.id,
             "judge": self.config.judge if self.run.mode in SPECREASON_MODES else None,
             "logprob_aggregate": self.config.logprob_aggregate
@@ -326,8 +326,8 @@ def _run_record(run: Run, pair: ServerPair, problems: int, started: str, clock: 
                 last: dict[str, ServerCounters | None]) -> dict[str, Any]:
     server = {role: counter_delta(last[role], first[role]) for role in last}
     return {
-        "mode": run.mode, "threshold": run.threshold, "score_method": run.score_method,
-        "variant": pair.variant, "draft_url": pair.draft_url, "base_url": pair.base_url,
+        "mode": run.mode, "threshold": run.threshold, "setting": run.setting,
+        "score_method": run.score_method, "variant": pair.variant, "draft_url": pair.draft_url, "base_url": pair.base_url,
         "problems": problems, "started_at": started, "seconds": time.perf_counter() - clock,
         "server": server, "base_prefix_cache_hit_rate": hit_rate(server["base"]),
     }
