@@ -327,7 +327,8 @@ def _run_record(run: Run, pair: ServerPair, problems: int, started: str, clock: 
     server = {role: counter_delta(last[role], first[role]) for role in last}
     return {
         "mode": run.mode, "threshold": run.threshold, "setting": run.setting,
-        "score_method": run.score_method, "variant": pair.variant, "draft_url": pair.draft_url, "base_url": pair.base_url,
+        "score_method": run.score_method, "variant": pair.variant,
+        "draft_url": pair.draft_url, "base_url": pair.base_url,
         "problems": problems, "started_at": started, "seconds": time.perf_counter() - clock,
         "server": server, "base_prefix_cache_hit_rate": hit_rate(server["base"]),
     }
