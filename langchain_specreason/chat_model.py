@@ -179,6 +179,9 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     """Seconds per server call (default 600)."""
     max_retries: int = 2
     """Retries of transient server errors."""
+    max_concurrency: int | None = Field(default=None, gt=0)
+    """Requests in flight at once to each server from this model (``None``: no limit); more
+    wait their turn (``abatch`` of many prompts)."""
     streaming: bool = False
     """Stream by default in ``invoke`` (kept for compatibility; ``stream()`` always streams)."""
 
@@ -210,7 +213,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
                 self.draft_url or "", self.base_url or "", api_key=self.api_key,
                 draft_api_key=self.draft_api_key, draft_model=self.draft_model,
                 base_model=self.base_model, timeout=self.timeout or 600.0,
-                max_retries=self.max_retries)
+                max_retries=self.max_retries, max_concurrency=self.max_concurrency)
             self._endpoints = {"draft": draft, "base": base}
         return self._endpoints[role]
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from .endpoint import server_root
+from .endpoint import OpenAIEndpoint
 
 REQUESTS = "vllm:request_success"
 GENERATION_TOKENS = "vllm:generation_tokens"
@@ -53,9 +52,9 @@ def parse_counters(text: str) -> ServerCounters:
 
 
 async def scrape(base_url: str, *, timeout: float = 10.0) -> ServerCounters:
-    """Fetch and parse ``/metrics`` of the server whose OpenAI base URL is ``base_url``."""
-    root = server_root(base_url)
-    async with httpx.AsyncClient(timeout=timeout) as client:
-        resp = await client.get(f"{root}/metrics")
-        resp.raise_for_status()
-    return parse_counters(resp.text)
+    """Fetch and parse ``/metrics`` of the server whose OpenAI base URL is ``base_url``.
+
+    Raises :class:`~.errors.EndpointError` when the page cannot be read.
+    """
+    server = OpenAIEndpoint(base_url, name="metrics", timeout=timeout, max_retries=0)
+    return parse_counters(await server.metrics())

@@ -10,12 +10,13 @@ context window becomes :class:`ContextLengthError`, anything else an :class:`End
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
+import httpx2 as httpx  # the HTTP library of the openai SDK (>= 3)
 import openai
 from pydantic import SecretStr
 from tenacity import (
@@ -26,7 +27,7 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from ..errors import ContextLengthError, EndpointError
+from ..errors import ConfigError, ContextLengthError, EndpointError
 from .base import ChatRequest, Classified, Completion, PromptLogprobs
 
 READ_PREFIX_CACHE_XARG = "specreason_read_prefix_cache"
@@ -61,14 +62,15 @@ def _is_context_error(exc: openai.APIStatusError) -> bool:
 def endpoint_pair(
     draft_url: str, base_url: str, *, api_key: SecretStr | str | None = None,
     draft_api_key: SecretStr | str | None = None, draft_model: str | None = None,
-    base_model: str | None = None, timeout: float = 600.0, max_retries: int = 2,
+    base_model: str | None = None, timeout: float = 600.0, connect_timeout: float = 10.0,
+    max_retries: int = 2, max_concurrency: int | None = None,
 ) -> tuple[OpenAIEndpoint, OpenAIEndpoint]:
     """The draft and base endpoints of a server pair (the draft's key defaults to the base's)."""
+    limits: dict[str, Any] = {"timeout": timeout, "connect_timeout": connect_timeout,
+                              "max_retries": max_retries, "max_concurrency": max_concurrency}
     draft = OpenAIEndpoint(draft_url, name="draft", model=draft_model,
-                           api_key=draft_api_key or api_key, timeout=timeout,
-                           max_retries=max_retries)
-    base = OpenAIEndpoint(base_url, name="base", model=base_model, api_key=api_key,
-                          timeout=timeout, max_retries=max_retries)
+                           api_key=draft_api_key or api_key, **limits)
+    base = OpenAIEndpoint(base_url, name="base", model=base_model, api_key=api_key, **limits)
     return draft, base
 
 
@@ -89,7 +91,10 @@ class OpenAIEndpoint:
         api_key: SecretStr | str | None = None,
         name: str = "endpoint",
         timeout: float = 600.0,
+        connect_timeout: float = 10.0,
         max_retries: int = 2,
+        max_concurrency: int | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -98,9 +103,19 @@ class OpenAIEndpoint:
         self._api_key = key
         self.name = name
         self.timeout = timeout
+        """Seconds one call may take (a whole generation)."""
+        self.connect_timeout = connect_timeout
+        """Seconds to open a connection: an unreachable host fails fast."""
         self.max_retries = max_retries
+        if max_concurrency is not None and max_concurrency < 1:
+            raise ConfigError(f"max_concurrency must be at least 1, got {max_concurrency}")
+        self.max_concurrency = max_concurrency
+        """Calls in flight at once from this endpoint (``None``: no limit); more wait."""
+        self._transport = transport
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI]
         self._clients = weakref.WeakKeyDictionary()
+        self._gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
+        self._gates = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIEndpoint({self.base_url!r}, name={self.name!r}, model={self.model!r})"
@@ -111,14 +126,31 @@ class OpenAIEndpoint:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
+            timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
+            http_client = (httpx.AsyncClient(transport=self._transport, timeout=timeout)
+                           if self._transport is not None else None)
             client = openai.AsyncOpenAI(
                 base_url=self.base_url, api_key=self._api_key.get_secret_value(),
-                timeout=self.timeout, max_retries=0,
+                timeout=timeout, max_retries=0, http_client=http_client,
             )
             self._clients[loop] = client
         return client
 
+    def _gate(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """Holds one of ``max_concurrency`` places while a call is in flight."""
+        if self.max_concurrency is None:
+            return contextlib.nullcontext()
+        loop = asyncio.get_running_loop()
+        gate = self._gates.get(loop)
+        if gate is None:
+            gate = self._gates[loop] = asyncio.Semaphore(self.max_concurrency)
+        return gate
+
     async def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        async with self._gate():
+            return await self._retried(fn, *args, **kwargs)
+
+    async def _retried(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             async for attempt in AsyncRetrying(
                 retry=retry_if_exception(_is_transient),
@@ -294,6 +326,15 @@ class OpenAIEndpoint:
             return False
         return True
 
+    async def metrics(self) -> str:
+        """The server's Prometheus page (``GET /metrics``, vLLM's counters); not retried."""
+        url = server_root(self.base_url) + "/metrics"
+        try:
+            resp = await self.client.get(url, cast_to=httpx.Response)
+        except (openai.APIConnectionError, openai.APITimeoutError, openai.APIStatusError) as exc:
+            raise EndpointError(self.name, self.base_url, f"/metrics: {exc}") from exc
+        return str(resp.text)
+
     async def models(self) -> list[dict[str, Any]]:
         """What the server lists at ``/v1/models`` (id, root, ``max_model_len``, ...)."""
         page = await self._call(self.client.models.list)
@@ -346,8 +387,13 @@ class OpenAIEndpoint:
         kwargs = await self._kwargs(request)
         kwargs["stream"] = True
         kwargs["stream_options"] = {"include_usage": True}
+        async with self._gate():  # held until the stream ends
+            async for item in self._stream(kwargs):
+                yield item
+
+    async def _stream(self, kwargs: dict[str, Any]) -> AsyncIterator[Completion]:
         start = time.perf_counter()
-        stream = await self._call(self.client.chat.completions.create, **kwargs)
+        stream = await self._retried(self.client.chat.completions.create, **kwargs)
         final = Completion(text="")
         tool_parts: dict[int, dict[str, Any]] = {}
         try:
@@ -370,9 +416,9 @@ class OpenAIEndpoint:
                     if choice.finish_reason:
                         final.finish_reason = choice.finish_reason
                         final.stop_reason = (choice.model_extra or {}).get("stop_reason")
-        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+        except (openai.APIError, httpx.HTTPError) as exc:  # the SDK does not wrap these here
             raise EndpointError(self.name, self.base_url,
-                                f"stream broke off ({type(exc).__name__})") from exc
+                                f"stream broke off ({type(exc).__name__}: {exc})") from exc
         final.tool_calls = [tool_parts[i] for i in sorted(tool_parts)]
         final.seconds = time.perf_counter() - start
         yield final

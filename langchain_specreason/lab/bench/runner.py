@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypedDict
 
-import httpx
 from langchain_core.messages import HumanMessage
 from tqdm import tqdm
 
@@ -25,7 +24,7 @@ from ...arbitrage.local import LocalClassifier
 from ...baselines import SingleModelRun, single_model
 from ...config import SpecReasonConfig, judge_settings
 from ...endpoint import Endpoint, OpenAIEndpoint, endpoint_pair
-from ...errors import ConfigError, ContextLengthError
+from ...errors import ConfigError, ContextLengthError, EndpointError
 from ...formats import get_format, to_openai_messages
 from ...graph import create_specreason_graph
 from ...judges import Judge
@@ -223,7 +222,7 @@ async def snapshot(url: str) -> ServerCounters | None:
     """A server's counters now (``None`` when its ``/metrics`` cannot be read)."""
     try:
         return await scrape(url)
-    except (httpx.HTTPError, ValueError):
+    except (EndpointError, ValueError):
         return None
 
 

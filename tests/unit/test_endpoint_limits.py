@@ -1,0 +1,81 @@
+"""OpenAIEndpoint's limits, on an in-process HTTP transport (no network, no server)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx2
+import pytest
+
+from langchain_specreason import ChatRequest, ConfigError, EndpointError, OpenAIEndpoint
+
+URL = "http://testserver/v1"
+REQUEST = ChatRequest([{"role": "user", "content": "hi"}], 4)
+
+
+def _reply(text: str) -> dict:
+    return {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+
+
+class _BrokenStream(httpx2.AsyncByteStream):
+    """One SSE chunk, then the connection drops."""
+
+    async def __aiter__(self):
+        chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                 "choices": [{"index": 0, "delta": {"content": "4"}, "finish_reason": None}]}
+        yield f"data: {json.dumps(chunk)}\n\n".encode()
+        raise httpx2.RemoteProtocolError("peer closed connection without sending complete "
+                                         "message body")
+
+
+async def test_a_stream_that_breaks_off_is_a_typed_error_naming_the_endpoint():
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"},
+                               stream=_BrokenStream())
+
+    endpoint = OpenAIEndpoint(URL, model="m", name="base", max_retries=0,
+                              transport=httpx2.MockTransport(handler))
+    got = []
+    with pytest.raises(EndpointError, match=r"base endpoint at http://testserver/v1: stream "
+                                            r"broke off \(APIConnectionError"):
+        async for item in endpoint.stream(REQUEST):
+            got.append(item.text)
+    assert got == ["4"]  # what came before the break was delivered
+
+
+async def test_max_concurrency_bounds_the_requests_in_flight():
+    in_flight = peak = 0
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.05)
+        in_flight -= 1
+        return httpx2.Response(200, json=_reply("ok"))
+
+    endpoint = OpenAIEndpoint(URL, model="m", max_concurrency=2,
+                              transport=httpx2.MockTransport(handler))
+    done = await asyncio.gather(*(endpoint.complete(REQUEST) for _ in range(7)))
+    assert [d.text for d in done] == ["ok"] * 7
+    assert peak == 2
+
+    unbounded = OpenAIEndpoint(URL, model="m", transport=httpx2.MockTransport(handler))
+    peak = 0
+    await asyncio.gather(*(unbounded.complete(REQUEST) for _ in range(7)))
+    assert peak == 7
+
+
+def test_bad_limits_are_config_errors():
+    with pytest.raises(ConfigError, match="max_concurrency must be at least 1, got 0"):
+        OpenAIEndpoint(URL, max_concurrency=0)
+
+
+async def test_connecting_and_generating_have_separate_timeouts():
+    endpoint = OpenAIEndpoint(URL, timeout=600.0, connect_timeout=0.5)
+    timeout = endpoint.client.timeout
+    assert (timeout.connect, timeout.read) == (0.5, 600.0)  # a dead host fails in 0.5 s
