@@ -13,7 +13,8 @@ import json
 import pytest
 
 from langchain_specreason.arbitrage.features import LabelledStep
-from langchain_specreason.lab.training.train import evaluate_loss, load_labels, train_router
+from langchain_specreason.lab.training.labels_file import load_labels
+from langchain_specreason.lab.training.train import evaluate_loss, train_router
 from langchain_specreason.serving.fetch import fetch
 
 pytestmark = pytest.mark.integration

@@ -11,17 +11,19 @@ from fractions import Fraction
 import pytest
 
 from langchain_specreason import ConfigError
-from langchain_specreason.lab.bench.judgedata import (
+from langchain_specreason.lab.bench.corruption import (
     KINDS,
     Annotated,
-    build_examples,
     corrupt,
     find_annotations,
     format_number,
-    load_judge_examples,
-    solution_lines,
     strip_annotations,
     text_numbers,
+)
+from langchain_specreason.lab.bench.judgedata import (
+    build_examples,
+    load_judge_examples,
+    solution_lines,
 )
 
 NATALIA = (

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from langchain_specreason.errors import ConfigError, InputError
-from langchain_specreason.lab.training.train import _plan, load_labels, train_router
+from langchain_specreason.lab.training.labels_file import load_labels
+from langchain_specreason.lab.training.train import _plan, train_router
 
 
 def step(problem: str, index: int, advantage: float) -> dict:

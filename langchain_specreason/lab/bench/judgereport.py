@@ -21,7 +21,7 @@ from typing import Any
 
 from ...config import SpecReasonConfig
 from ...judges import REJECTED_BY_CHECK
-from .judgedata import KINDS
+from .corruption import KINDS
 from .results import read_records
 
 BLOCK = 32

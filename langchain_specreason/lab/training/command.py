@@ -117,7 +117,8 @@ def _train(args: argparse.Namespace) -> int:
     from ...serving.fetch import fetch
     from ...serving.launcher import router_dir
     from .label import LABELS
-    from .train import load_labels, train_router
+    from .labels_file import load_labels
+    from .train import train_router
 
     path = Path(args.dataset)
     if path.is_dir():

@@ -50,8 +50,6 @@ ID2LABEL = {0: "keep", 1: "escalate"}
 
 LABEL2ID = {name: i for i, name in ID2LABEL.items()}
 
-_KEYS = tuple(LabelledStep.__annotations__)
-
 
 @dataclass
 class TrainReport:
@@ -113,42 +111,6 @@ class TrainReport:
                          f"{_fmt(self.accuracy)}, loss {_fmt(self.eval_loss)}")
         lines.append(f"router saved to {self.out}")
         return "\n".join(lines)
-
-
-def load_labels(path: Path) -> list[LabelledStep]:
-    """The labelled steps of a JSONL label file; blank lines are skipped."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"label file {path} not found; write it with `specreason arbitrage "
-                         "label` first")
-    steps: list[LabelledStep] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.strip():
-            steps.append(_parse_line(path, number, line))
-    if not steps:
-        raise InputError(f"label file {path} is empty; label some problems first")
-    return steps
-
-
-def _parse_line(path: Path, number: int, line: str) -> LabelledStep:
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}, line {number}: not valid JSON ({exc.msg}); fix or delete "
-                         "that line") from None
-    if not isinstance(record, dict):
-        raise InputError(f"{path}, line {number}: expected a JSON object, got "
-                         f"{type(record).__name__}")
-    missing = [key for key in _KEYS if key not in record]
-    if missing:
-        raise InputError(f"{path}, line {number}: missing keys {', '.join(missing)}")
-    advantage = record["advantage"]
-    if isinstance(advantage, bool) or not isinstance(advantage, int | float):
-        raise InputError(f"{path}, line {number}: advantage must be a number, got "
-                         f"{advantage!r}")
-    if not isinstance(record["prefix"], list):
-        raise InputError(f"{path}, line {number}: prefix must be a list of steps")
-    return record  # type: ignore[return-value]
 
 
 def train_router(labels: Sequence[LabelledStep], out: Path, *, base_model: Path,
@@ -507,4 +469,4 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-__all__ = ["ROUTER_CONFIG", "TrainReport", "evaluate_loss", "load_labels", "train_router"]
+__all__ = ["ROUTER_CONFIG", "TrainReport", "evaluate_loss", "train_router"]
