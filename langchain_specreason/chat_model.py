@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from typing import Any, Literal, TypeVar
@@ -25,7 +24,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 
 from .config import DEFAULT_JUDGE, SpecReasonConfig
 from .endpoint import OpenAIEndpoint, endpoint_pair
-from .errors import ConfigError, ContextLengthError, EndpointError
+from .errors import ConfigError, EndpointError
 from .formats import get_format, to_openai_messages
 from .graph import create_specreason_graph
 from .state import AnswerOptions
@@ -187,7 +186,6 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
 
     _graph: Any = PrivateAttr(default=None)
     _endpoints: dict[str, OpenAIEndpoint] = PrivateAttr(default_factory=dict)
-    _window: int | None = PrivateAttr(default=None)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)  # SpecReasonConfig's: a bad knob is a ConfigError
@@ -291,21 +289,6 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             return count
         return _tiktoken_estimate([{"role": "user", "content": text}]) - 7
 
-    async def _check_fits(self, messages: list[BaseMessage]) -> None:
-        if self._window is None:
-            endpoints = [self.endpoint("draft"), self.endpoint("base")]
-            lens = [await ep.max_model_len() for ep in endpoints
-                    if isinstance(ep, OpenAIEndpoint)]
-            known = [n for n in lens if n]
-            self._window = min(known) if known else 0
-        if not self._window:
-            return
-        count = await asyncio.to_thread(self.get_num_tokens_from_messages, messages)
-        if count >= self._window:
-            raise ContextLengthError(
-                "base", self.base_url or "", f"the conversation has {count} tokens; the "
-                f"servers' context window is {self._window} (max_model_len); shorten it")
-
     # -- generation -----------------------------------------------------------------------
     def _answer_options(self, kwargs: dict[str, Any]) -> AnswerOptions:
         """Tools, tool choice and stop of this call, for the graph's answer node."""
@@ -340,7 +323,6 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         kwargs: dict[str, Any],
     ) -> AsyncIterator[ChatGenerationChunk]:
         """Run the graph and turn its events into chunks; the last chunk carries metadata."""
-        await self._check_fits(messages)
         think = get_format(self.family).thinking_end is not None
         if stop:
             kwargs = {**kwargs, "stop": stop}

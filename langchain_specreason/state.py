@@ -140,6 +140,9 @@ class SpecReasonOutput(_Conversation, total=False):
     """The trace's steps, in order."""
     tokens_used: int
     """Budget spent: tokens of the trace's steps."""
+    budget: int
+    """This run's budget: ``SpecReasonConfig.budget``, lowered when the servers' context
+    window could not hold the conversation, that many trace tokens and the answer."""
     repeats: int
     """Steps dropped because they repeated a recent step."""
     stop: StopReason | None
@@ -162,5 +165,7 @@ class SpecReasonState(SpecReasonInput, SpecReasonOutput, total=False):
 
     pending: PendingStep | None
     """The draft step being judged."""
+    window: int | None
+    """The smaller context window of the two servers (``None``: not reported)."""
     lookahead: PendingStep | None
     """The next draft step, written while ``pending`` was judged and used if it is accepted."""

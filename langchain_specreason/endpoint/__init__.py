@@ -13,9 +13,10 @@ from .base import (
     Endpoint,
     PromptLogprobs,
     TokenScorer,
+    WindowedEndpoint,
 )
 from .server import READ_PREFIX_CACHE_XARG, OpenAIEndpoint, endpoint_pair, server_root
 
 __all__ = ["READ_PREFIX_CACHE_XARG", "ChatRequest", "Classified", "Classifier", "Completion",
-           "Endpoint", "OpenAIEndpoint", "PromptLogprobs", "TokenScorer", "endpoint_pair",
-           "server_root"]
+           "Endpoint", "OpenAIEndpoint", "PromptLogprobs", "TokenScorer", "WindowedEndpoint",
+           "endpoint_pair", "server_root"]

@@ -108,6 +108,22 @@ class Endpoint(Protocol):
 
 
 @runtime_checkable
+class WindowedEndpoint(Protocol):
+    """A served model that reports its context window and counts a prompt's tokens."""
+
+    name: str
+
+    async def max_model_len(self) -> int | None:
+        """The context window in tokens (``None``: not reported)."""
+        ...
+
+    async def count_tokens(self, messages: list[dict[str, Any]], *,
+                           continue_final: bool = False) -> int:
+        """Tokens of a chat prompt as the server renders it."""
+        ...
+
+
+@runtime_checkable
 class TokenScorer(Protocol):
     """A served model that tokenizes chat prompts and scores prompt tokens (vLLM)."""
 

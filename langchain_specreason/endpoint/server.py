@@ -112,6 +112,7 @@ class OpenAIEndpoint:
         self.max_concurrency = max_concurrency
         """Calls in flight at once from this endpoint (``None``: no limit); more wait."""
         self._transport = transport
+        self._window: int | None = None
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI]
         self._clients = weakref.WeakKeyDictionary()
         self._gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
@@ -192,13 +193,16 @@ class OpenAIEndpoint:
         return self.model
 
     async def max_model_len(self) -> int | None:
-        """The server's context window, when it reports one (vLLM does)."""
-        page = await self._call(self.client.models.list)
-        for model in page.data:
-            if self.model in (None, model.id):
-                value = (model.model_extra or {}).get("max_model_len")
-                return int(value) if value else None
-        return None
+        """The server's context window, when it reports one (vLLM does); asked once."""
+        if self._window is None:
+            page = await self._call(self.client.models.list)
+            self._window = 0
+            for model in page.data:
+                if self.model in (None, model.id):
+                    value = (model.model_extra or {}).get("max_model_len")
+                    self._window = int(value) if value else 0
+                    break
+        return self._window or None
 
     async def _kwargs(self, request: ChatRequest) -> dict[str, Any]:
         extra: dict[str, Any] = {}

@@ -96,7 +96,7 @@ def create_specreason_graph(
                   config=cfg, fmt=fmt)
     builder = StateGraph(SpecReasonState, input_schema=SpecReasonInput,
                          output_schema=SpecReasonOutput)
-    builder.add_node("start", nodes.start)
+    builder.add_node("start", partial(nodes.start, parts=parts))
     builder.add_node("draft", partial(nodes.draft, parts=parts))
     builder.add_node("judge", partial(nodes.judge, parts=parts))
     builder.add_node("accept", partial(nodes.accept, parts=parts))

@@ -14,7 +14,7 @@ from ..events import AnswerDelta
 from ..formats import continue_messages, to_openai_messages
 from ..state import SpecReasonState
 from .nodes import Parts
-from .steps import step_texts
+from .steps import answer_room, step_texts
 from .tracing import completion_outputs, traced_call
 
 
@@ -44,7 +44,7 @@ async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
         endpoint = (parts.base if cfg.answer_by == "base" or state.get("draft_down")
                     else parts.draft)
         request = ChatRequest(
-            messages=messages, max_tokens=cfg.answer_max_tokens, continue_final=cont,
+            messages=messages, max_tokens=answer_room(cfg, state), continue_final=cont,
             temperature=cfg.temperature, top_p=cfg.top_p, seed=cfg.seed,
             stop=options.get("stop"), tools=tools, tool_choice=options.get("tool_choice"),
         )

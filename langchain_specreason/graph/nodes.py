@@ -17,13 +17,21 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 
 from ..config import SpecReasonConfig
-from ..endpoint import ChatRequest, Completion, Endpoint
+from ..endpoint import ChatRequest, Completion, Endpoint, WindowedEndpoint
 from ..errors import ContextLengthError, EndpointError
 from ..events import Done, Drafted, Fallback, Scored, Step
 from ..formats import PromptFormat, continue_messages, to_openai_messages
 from ..judges import Judge, StepContext
 from ..state import Decision, PendingStep, SpecReasonState, StepRecord
-from .steps import apply_step, next_node, step_finish, step_record, step_texts
+from .steps import (
+    PROMPT_RESERVE,
+    apply_step,
+    fitted_budget,
+    next_node,
+    step_finish,
+    step_record,
+    step_texts,
+)
 from .tracing import completion_outputs, traced_call
 
 
@@ -48,7 +56,7 @@ class Parts:
         cfg = self.config
         messages, cont = continue_messages(
             to_openai_messages(state["messages"]), self.fmt, step_texts(state))
-        room = cfg.budget - state.get("tokens_used", 0)
+        room = state.get("budget", cfg.budget) - state.get("tokens_used", 0)
         return ChatRequest(
             messages=messages, max_tokens=max(1, min(cfg.step_max_tokens, room)),
             continue_final=cont, stop=self.stops, temperature=cfg.temperature, top_p=cfg.top_p,
@@ -56,13 +64,49 @@ class Parts:
         )
 
 
-async def start(state: SpecReasonState) -> dict[str, Any]:
-    """Check the conversation and reset the per-run fields."""
-    to_openai_messages(state.get("messages") or [])  # raises InputError when unusable
+async def start(state: SpecReasonState, *, parts: Parts) -> dict[str, Any]:
+    """Check the conversation, fit the budget to the servers' window, reset the run."""
+    conversation = to_openai_messages(state.get("messages") or [])  # InputError if unusable
+    window, input_tokens = await _window_and_input(parts, conversation)
+    budget = parts.config.budget
+    if window is not None:
+        budget = fitted_budget(parts.config, window, input_tokens)
     return {"steps": [], "pending": None, "lookahead": None, "tokens_used": 0, "repeats": 0,
-            "stop": None, "draft_down": None,
+            "stop": None if budget > 0 else "budget", "draft_down": None,
+            "budget": budget, "window": window,
             "answer": "", "answer_tokens": 0, "answer_s": 0.0, "answer_prompt_tokens": 0,
-            "answer_finish": "", "input_tokens": 0}
+            "answer_finish": "", "input_tokens": input_tokens}
+
+
+async def _window_and_input(parts: Parts, conversation: list[dict[str, Any]]
+                            ) -> tuple[int | None, int]:
+    """The smaller context window of the two servers and the conversation's tokens.
+
+    ``(None, 0)`` when the endpoints do not report a window. A draft server that cannot be
+    asked is left to the ``draft`` node (the base model then writes the steps).
+    """
+    windows: list[int] = []
+    for endpoint in (parts.base, parts.draft):
+        if not isinstance(endpoint, WindowedEndpoint):
+            continue
+        try:
+            window = await endpoint.max_model_len()
+        except EndpointError:
+            if endpoint is parts.base:
+                raise
+            continue
+        if window:
+            windows.append(window)
+    if not windows or not isinstance(parts.base, WindowedEndpoint):
+        return None, 0
+    window = min(windows)
+    input_tokens = await parts.base.count_tokens(conversation)
+    if input_tokens + PROMPT_RESERVE >= window:
+        raise ContextLengthError(
+            parts.base.name, getattr(parts.base, "base_url", ""),
+            f"the conversation has {input_tokens} tokens; the servers' context window is "
+            f"{window} (max_model_len); shorten it")
+    return window, input_tokens
 
 
 async def _write_draft(parts: Parts, state: SpecReasonState, config: RunnableConfig,

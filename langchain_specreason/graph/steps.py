@@ -11,6 +11,29 @@ from ..state import Decision, PendingStep, SpecReasonState, StepRecord
 
 _SPACES = re.compile(r"\s+")
 
+PROMPT_RESERVE = 128
+"""Tokens kept free in every prompt beyond the conversation and the trace: the chat
+template's own tokens and the judge's question."""
+
+
+def fitted_budget(config: SpecReasonConfig, window: int, input_tokens: int) -> int:
+    """The budget of a run whose servers have a ``window``-token context.
+
+    No prompt may exceed the window: the trace, the answer and the reserve must fit beside
+    the conversation. Never more than ``config.budget``; 0 when only the answer fits.
+    """
+    room = window - input_tokens - PROMPT_RESERVE - config.answer_max_tokens
+    return max(0, min(config.budget, room))
+
+
+def answer_room(config: SpecReasonConfig, state: SpecReasonState) -> int:
+    """``max_tokens`` of the answer: ``answer_max_tokens``, less if the window is short."""
+    window = state.get("window")
+    if not window:
+        return config.answer_max_tokens
+    used = state.get("input_tokens", 0) + state.get("tokens_used", 0) + PROMPT_RESERVE
+    return max(1, min(config.answer_max_tokens, window - used))
+
 
 def step_finish(done: Completion, delimiter: str, thinking_end: str | None) -> tuple[str, str]:
     """``(text, finish)`` of a step completion; the delimiter is put back on the text."""
@@ -83,7 +106,7 @@ def apply_step(
     stop: str | None = None
     if record["finish"] in ("end", "thinking_end"):
         stop = record["finish"]
-    elif used >= config.budget:
+    elif used >= state.get("budget", config.budget):
         stop = "budget"
     return {"steps": [*steps, record], "tokens_used": used, "pending": None, "stop": stop}
 

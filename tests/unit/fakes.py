@@ -99,3 +99,20 @@ def loopback_server(
     finally:
         server.shutdown()
         server.server_close()
+
+
+class WindowedScriptedEndpoint(ScriptedEndpoint):
+    """A scripted endpoint that reports a context window and counts a prompt's tokens
+    (one token per word of its messages)."""
+
+    def __init__(self, name: str, handler: Callable[[ChatRequest], Completion], *,
+                 window: int) -> None:
+        super().__init__(name, handler)
+        self.window = window
+
+    async def max_model_len(self) -> int | None:
+        return self.window
+
+    async def count_tokens(self, messages: list[dict[str, Any]], *,
+                           continue_final: bool = False) -> int:
+        return sum(len(str(m.get("content") or "").split()) for m in messages)

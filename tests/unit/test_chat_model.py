@@ -34,7 +34,6 @@ def fake_model(family: str = "instruct", **kwargs) -> ChatSpecReason:
                            api_key=SecretStr("sk-top-secret"), **kwargs)
     model._endpoints = {"draft": ScriptedEndpoint("draft", draft),
                         "base": ScriptedEndpoint("base", base)}
-    model._window = 0  # no context-window lookup
     return model
 
 
