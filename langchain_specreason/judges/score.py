@@ -43,6 +43,16 @@ WORDINGS: dict[str, tuple[str, str]] = {
 """Follow-up question and reply prefill of each wording."""
 
 
+def quote_step(text: str) -> str:
+    """The step as the judge reads it, unable to close the assistant turn.
+
+    Text that spells a chat-template control token (``<|im_end|>``, ``<|im_start|>``, ...) is
+    broken with a zero-width joiner, so a step (or a passage it copies) cannot end the turn
+    and write the judge's verdict itself.
+    """
+    return text.replace("<|", "<\u200d|")
+
+
 def judge_messages(
     conversation: list[dict[str, Any]], fmt: PromptFormat, steps: Sequence[str], step: str,
     wording: Wording = "short",
@@ -51,7 +61,7 @@ def judge_messages(
     question, prefill = WORDINGS[wording]
     return [
         *conversation,
-        {"role": "assistant", "content": fmt.render([*steps, step])},
+        {"role": "assistant", "content": fmt.render([*steps, quote_step(step)])},
         {"role": "user", "content": question},
         {"role": "assistant", "content": prefill},
     ]
