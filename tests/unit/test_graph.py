@@ -251,6 +251,8 @@ async def test_resume_after_a_server_failure_loses_no_step():
     out = await graph.ainvoke(None, thread)
     assert [s["text"] for s in out["steps"]] == ["S0.\n\n", "S1.\n\n", "S2.\n\n", "S3."]
     assert len(base.judge_calls()) == 4  # the two finished steps were not judged again
+    drafted = [partial_of(r).count("\n\n") for r in draft.requests]
+    assert drafted.count(0) == drafted.count(1) == 1  # nor drafted again
 
 
 async def test_new_question_on_same_thread_starts_a_fresh_trace():
@@ -286,16 +288,20 @@ async def test_client_leaving_the_stream_mid_run_resumes_to_the_answer():
     graph = create_specreason_graph(draft, base, checkpointer=InMemorySaver(), config=SCORE)
     thread = {"configurable": {"thread_id": "leave"}}
     seen: list[str] = []
-    async for event in graph.astream(QUESTION, thread, stream_mode="custom"):
+    stream = graph.astream(QUESTION, thread, stream_mode="custom")
+    async for event in stream:
         if event["type"] == "step":
             seen.append(event["text"])
             if len(seen) == 2:
                 break
-    await asyncio.sleep(0.05)  # the abandoned generator is closed, cancelling its task
+    await stream.aclose()  # what an HTTP server does when its client leaves: cancels the run
+    drafted_before = len(draft.requests)
     out = await graph.ainvoke(None, thread)
     assert [s["text"] for s in out["steps"]] == ["S0.\n\n", "S1.\n\n", "S2.\n\n", "S3."]
     assert out["stop"] == "end"
     assert out["answer"] == "S0.\n\nS1.\n\nS2.\n\nS3."
+    resumed = [partial_of(r).count("\n\n") for r in draft.requests[drafted_before:]]
+    assert 0 not in resumed and 1 not in resumed  # the two kept steps were not redone
 
 
 async def test_a_dead_draft_server_hands_the_remaining_steps_to_the_base():

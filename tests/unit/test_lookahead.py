@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import time
-from collections.abc import Callable
+from collections import Counter, defaultdict
+from collections.abc import Awaitable, Callable
 
 from langchain_specreason import SpecReasonConfig, SpecReasonStats
 from langchain_specreason.endpoint import ChatRequest, Completion
@@ -85,14 +87,71 @@ async def test_the_trace_is_the_same_with_and_without_lookahead():
     assert len(draft_with.requests) == 5
 
 
+class GatedEndpoint(ScriptedEndpoint):
+    """A scripted endpoint whose calls wait on ``gate(kind, step, call_number)`` before they
+    answer; a call's seconds are its real duration. No sleeps: the order is forced."""
+
+    def __init__(self, name: str, handler: Callable[[ChatRequest], Completion],
+                 gate: Callable[[str, int, int], Awaitable[None]]) -> None:
+        super().__init__(name, handler)
+        self.gate = gate
+        self.started: defaultdict[tuple[str, int], asyncio.Event] = defaultdict(asyncio.Event)
+        self.calls: Counter[tuple[str, int]] = Counter()
+        self.cancelled: list[int] = []
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        key = ("judge" if is_judge(request) else "step", partial_of(request).count("\n\n"))
+        self.calls[key] += 1
+        self.started[key].set()
+        start = time.perf_counter()
+        try:
+            await self.gate(*key, self.calls[key])
+        except asyncio.CancelledError:
+            self.cancelled.append(key[1])
+            raise
+        done = await super().complete(request)
+        return dataclasses.replace(done, seconds=time.perf_counter() - start)
+
+
+async def _started(endpoint: GatedEndpoint, kind: str, index: int) -> None:
+    try:
+        await asyncio.wait_for(endpoint.started[kind, index].wait(), timeout=5)
+    except TimeoutError:
+        raise AssertionError(f"{endpoint.name} {kind} {index} never started") from None
+
+
+def _gated_pair(scores: dict[int, str], end_at: int,
+                draft_gate: Callable[[str, int, int], Awaitable[None]] | None = None):
+    async def no_wait(kind: str, index: int, call: int) -> None:
+        return None
+
+    draft = GatedEndpoint("draft", drafts(end_at), draft_gate or no_wait)
+
+    async def judge_waits_for_the_next_draft(kind: str, index: int, call: int) -> None:
+        if kind == "judge" and index < end_at:  # the judge of step i returns only once the
+            await _started(draft, "step", index + 1)  # draft of step i+1 has begun
+
+    def base_handler(req: ChatRequest) -> Completion:
+        index = partial_of(req).count("\n\n") if not is_judge(req) else None
+        if index is None:
+            judged = str(req.messages)
+            index = max(i for i in range(end_at + 1) if f"D{i}." in judged)
+            return score(scores.get(index, "9"))
+        return step(f"B{index}.", 7, end=index >= end_at)
+
+    base = GatedEndpoint("base", base_handler, judge_waits_for_the_next_draft)
+    return draft, base
+
+
 async def test_the_next_draft_runs_while_the_judge_reads_and_its_time_is_hidden():
-    out, stats, draft, base = await run(True, {}, end_at=2, draft_s=0.05, judge_s=0.05)
+    draft, base = _gated_pair({}, end_at=2)
+    graph = create_specreason_graph(draft, base, config=SpecReasonConfig(
+        judge="score", threshold=7, lookahead=True, temperature=0))
+    started = time.perf_counter()
+    out = await graph.ainvoke(QUESTION)
+    stats = SpecReasonStats.from_state(out, time.perf_counter() - started)
+    # each judge waited for the next draft to start: without lookahead this run would hang
     assert [s["decision"] for s in out["steps"]] == ["accepted", "accepted", "accepted"]
-    judges = [(start, end) for kind, _, start, end in base.log if kind == "judge"]
-    judge_of = dict(enumerate(judges))  # judged in step order
-    draft_of = {i: (start, end) for kind, i, start, end in draft.log}
-    for i in (1, 2):  # step i was drafted before the judge of step i-1 had finished
-        assert draft_of[i][0] < judge_of[i - 1][1]
     assert len(draft.requests) == 3  # the last kept step ends the trace: nothing drafted ahead
     assert [s.get("draft_hidden_s", 0.0) > 0 for s in out["steps"]] == [False, True, True]
     assert stats.draft_hidden_s > 0
@@ -101,10 +160,18 @@ async def test_the_next_draft_runs_while_the_judge_reads_and_its_time_is_hidden(
 
 
 async def test_a_rejected_step_cancels_the_draft_written_ahead():
-    # drafting is slow, judging fast: the judge rejects step 1 while step 2 is being drafted
-    out, _, draft, _base = await run(True, {1: "0"}, end_at=2, draft_s=0.3, judge_s=0.01)
+    never = asyncio.Event()
+
+    async def ahead_of_step_2_hangs(kind: str, index: int, call: int) -> None:
+        if index == 2 and call == 1:  # the lookahead, written while step 1 is judged
+            await never.wait()
+
+    draft, base = _gated_pair({1: "0"}, end_at=2, draft_gate=ahead_of_step_2_hangs)
+    graph = create_specreason_graph(draft, base, config=SpecReasonConfig(
+        judge="score", threshold=7, lookahead=True, temperature=0))
+    out = await asyncio.wait_for(graph.ainvoke(QUESTION), timeout=10)
     assert [s["decision"] for s in out["steps"]] == ["accepted", "rewritten", "accepted"]
-    assert draft.cancelled == [2]
+    assert draft.cancelled == [2]  # the judge rejected step 1: the draft ahead was cancelled
     assert [s["text"] for s in out["steps"]] == ["D0.\n\n", "B1.\n\n", "D2."]
 
 
