@@ -43,6 +43,8 @@ class SpecReasonStats:
     """Draft seconds that ran behind the judge (``lookahead``), not part of the wall time."""
     draft_down: str | None = None
     """Why the draft server failed, when it did: the base model wrote the steps after it."""
+    budget: int | None = None
+    """The run's budget: the configured one, lowered to fit the servers' context window."""
 
     @property
     def acceptance_rate(self) -> float:
@@ -98,5 +100,6 @@ class SpecReasonStats:
             answer_s=float(state.get("answer_s") or 0.0),
             wall_s=wall_s,
             stop=state.get("stop"), draft_down=state.get("draft_down"),
+            budget=state.get("budget"),
             draft_hidden_s=sum(s.get("draft_hidden_s", 0.0) for s in steps),
         )

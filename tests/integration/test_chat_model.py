@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+
 import pytest
 from langchain_core.messages import HumanMessage
 
@@ -66,3 +69,22 @@ async def test_conversation_longer_than_the_window_is_refused_before_generation(
     assert window
     with pytest.raises(ContextLengthError, match=f"context window is {window}"):
         await model.ainvoke("word " * (window + 1000))
+
+
+def test_default_settings_fit_the_servers_window(servers, monkeypatch):
+    """The README's external-server mode with every knob at its default: only the two URLs
+    are set. The default budget (8192) is more than the cpu-test window holds; the run fits
+    it instead of failing on an over-long prompt."""
+    for name in list(os.environ):
+        if name.startswith("SPECREASON_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("SPECREASON_DRAFT_URL", servers.draft_url)
+    monkeypatch.setenv("SPECREASON_BASE_URL", servers.base_url)
+    model = ChatSpecReason()
+    assert model.budget == 8192 and model.judge == "arithmetic+likelihood"
+    msg = model.invoke("What is 2+2? Reply with just the number.")
+    assert "4" in msg.content
+    stats = msg.response_metadata["specreason"]
+    window = asyncio.run(OpenAIEndpoint(servers.base_url).max_model_len())
+    assert stats["budget"] < 8192
+    assert stats["budget"] + msg.usage_metadata["input_tokens"] + model.answer_max_tokens < window
