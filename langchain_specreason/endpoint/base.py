@@ -118,8 +118,9 @@ class WindowedEndpoint(Protocol):
         ...
 
     async def count_tokens(self, messages: list[dict[str, Any]], *,
-                           continue_final: bool = False) -> int:
-        """Tokens of a chat prompt as the server renders it."""
+                           continue_final: bool = False,
+                           tools: list[dict[str, Any]] | None = None) -> int:
+        """Tokens of a chat prompt (with its tools) as the server renders it."""
         ...
 
 

@@ -67,7 +67,8 @@ class Parts:
 async def start(state: SpecReasonState, *, parts: Parts) -> dict[str, Any]:
     """Check the conversation, fit the budget to the servers' window, reset the run."""
     conversation = to_openai_messages(state.get("messages") or [])  # InputError if unusable
-    window, input_tokens = await _window_and_input(parts, conversation)
+    tools = (state.get("answer_options") or {}).get("tools")
+    window, input_tokens = await _window_and_input(parts, conversation, tools)
     budget = parts.config.budget
     if window is not None:
         budget = fitted_budget(parts.config, window, input_tokens)
@@ -78,8 +79,8 @@ async def start(state: SpecReasonState, *, parts: Parts) -> dict[str, Any]:
             "answer_finish": "", "input_tokens": input_tokens}
 
 
-async def _window_and_input(parts: Parts, conversation: list[dict[str, Any]]
-                            ) -> tuple[int | None, int]:
+async def _window_and_input(parts: Parts, conversation: list[dict[str, Any]],
+                            tools: list[dict[str, Any]] | None) -> tuple[int | None, int]:
     """The smaller context window of the two servers and the conversation's tokens.
 
     ``(None, 0)`` when the endpoints do not report a window. A draft server that cannot be
@@ -100,7 +101,7 @@ async def _window_and_input(parts: Parts, conversation: list[dict[str, Any]]
     if not windows or not isinstance(parts.base, WindowedEndpoint):
         return None, 0
     window = min(windows)
-    input_tokens = await parts.base.count_tokens(conversation)
+    input_tokens = await parts.base.count_tokens(conversation, tools=tools)
     if input_tokens + PROMPT_RESERVE >= window:
         raise ContextLengthError(
             parts.base.name, getattr(parts.base, "base_url", ""),

@@ -114,5 +114,6 @@ class WindowedScriptedEndpoint(ScriptedEndpoint):
         return self.window
 
     async def count_tokens(self, messages: list[dict[str, Any]], *,
-                           continue_final: bool = False) -> int:
+                           continue_final: bool = False,
+                           tools: list[dict[str, Any]] | None = None) -> int:
         return sum(len(str(m.get("content") or "").split()) for m in messages)
