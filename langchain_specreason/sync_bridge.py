@@ -8,6 +8,7 @@ client per event loop.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from typing import Any, TypeVar
@@ -28,8 +29,23 @@ def _loop() -> asyncio.AbstractEventLoop:
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` on the bridge's loop and wait for its result (from any thread)."""
-    return asyncio.run_coroutine_threadsafe(coro, _loop()).result()
+    """Run ``coro`` on the bridge's loop and wait for its result (from any thread).
+
+    The caller's context variables (LangChain's run config, tracing) travel with it; if the
+    wait is interrupted (Ctrl-C), the coroutine is cancelled, so no request keeps running.
+    """
+    context = contextvars.copy_context()
+    future = asyncio.run_coroutine_threadsafe(_in_context(coro, context), _loop())
+    try:
+        return future.result()
+    except BaseException:
+        future.cancel()
+        raise
+
+
+async def _in_context(coro: Coroutine[Any, Any, T], context: contextvars.Context) -> T:
+    """Await ``coro`` in a task that runs in ``context`` (a copy of the caller's)."""
+    return await asyncio.get_running_loop().create_task(coro, context=context)
 
 
 def iter_sync(agen: AsyncIterator[T]) -> Iterator[T]:
@@ -42,10 +58,14 @@ def iter_sync(agen: AsyncIterator[T]) -> Iterator[T]:
 
     try:
         while True:
+            future = asyncio.run_coroutine_threadsafe(step(), loop)
             try:
-                yield asyncio.run_coroutine_threadsafe(step(), loop).result()
+                yield future.result()
             except StopAsyncIteration:
                 return
+            except BaseException:
+                future.cancel()
+                raise
     finally:
         closer = getattr(agen, "aclose", None)
         if closer is not None:
