@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from typing import Any, Literal, TypeVar
 
@@ -13,13 +14,14 @@ from langchain_core.callbacks import (
 )
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.chat_models import BaseChatModel, LangSmithParams
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, RemoveMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langchain_core.tools import BaseTool
 from langchain_core.utils import from_env, secret_from_env
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 
 from .config import DEFAULT_JUDGE, SpecReasonConfig
@@ -184,6 +186,12 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     streaming: bool = False
     """Stream by default in ``invoke`` (kept for compatibility; ``stream()`` always streams)."""
 
+    checkpointer: Any = Field(default=None, exclude=True)
+    """A LangGraph checkpointer (``InMemorySaver()``, a SQLite or Postgres saver). With it, a
+    call on a thread (``thread_id="t1"`` as a call argument, or
+    ``config={"metadata": {"thread_id": "t1"}}``) checkpoints every step, and the same call
+    repeated after a crash resumes where it stopped instead of starting over."""
+
     _graph: Any = PrivateAttr(default=None)
     _endpoints: dict[str, OpenAIEndpoint] = PrivateAttr(default_factory=dict)
 
@@ -221,7 +229,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         if self._graph is None:
             self._graph = create_specreason_graph(
                 self.endpoint("draft"), self.endpoint("base"), config=self.spec_config(),
-                family=self.family, name="specreason")
+                family=self.family, checkpointer=self.checkpointer, name="specreason")
         return self._graph
 
     @property
@@ -328,18 +336,28 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             kwargs = {**kwargs, "stop": stop}
         start = time.perf_counter()
         state: dict[str, Any] = {}
+        config = self._run_config(run_manager)
+        inputs: dict[str, Any] | None = {"messages": messages,
+                                         "answer_options": self._answer_options(kwargs)}
+        if self.checkpointer is not None:
+            config["configurable"] = {"thread_id": _thread_id(run_manager, kwargs)}
+            saved = await self.graph.aget_state(config)
+            if saved.next and _same_turns(saved.values.get("messages") or [], messages):
+                inputs = None  # the same call, interrupted: resume from its last step
+                for record in saved.values.get("steps") or []:  # what it had already
+                    yield ChatGenerationChunk(message=_step_chunk(record["text"], think))
+            else:  # this call's conversation replaces the thread's
+                inputs = {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages],
+                          "answer_options": self._answer_options(kwargs)}
         async for mode, item in self.graph.astream(
-            {"messages": messages, "answer_options": self._answer_options(kwargs)},
-            self._run_config(run_manager), stream_mode=["custom", "values"]
+            inputs, config, stream_mode=["custom", "values"]
         ):
             if mode == "values":
                 state = item
                 continue
             kind = item.get("type")
             if kind == "step":
-                chunk = (AIMessageChunk(content="",
-                                        additional_kwargs={"reasoning_content": item["text"]})
-                         if think else AIMessageChunk(content=item["text"]))
+                chunk = _step_chunk(item["text"], think)
             elif kind == "answer_delta":
                 chunk = AIMessageChunk(content=item["text"])
             else:
@@ -433,6 +451,32 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         yield from iter_sync(self._events(messages, stop, run_manager, kwargs))
+
+
+def _step_chunk(text: str, think: bool) -> AIMessageChunk:
+    """A step of the trace as a chunk: reasoning for a ``think`` model, content otherwise."""
+    if think:
+        return AIMessageChunk(content="", additional_kwargs={"reasoning_content": text})
+    return AIMessageChunk(content=text)
+
+
+def _thread_id(run_manager: _Parent | None, kwargs: dict[str, Any]) -> str:
+    """The call's thread.
+
+    The first of: a ``thread_id`` call argument; the run's metadata
+    (``config={"metadata": {"thread_id": ...}}``, LangSmith's thread key); the
+    ``configurable`` of an enclosing runnable (a LangGraph node); else a new thread (nothing
+    to resume).
+    """
+    metadata = getattr(run_manager, "metadata", None) or {}
+    enclosing = ensure_config().get("configurable") or {}
+    found = kwargs.get("thread_id") or metadata.get("thread_id") or enclosing.get("thread_id")
+    return str(found or uuid.uuid4())
+
+
+def _same_turns(saved: Sequence[BaseMessage], messages: Sequence[BaseMessage]) -> bool:
+    """Whether a checkpointed conversation is this call's (same roles and contents)."""
+    return [(m.type, m.content) for m in saved] == [(m.type, m.content) for m in messages]
 
 
 async def _count_text(base: OpenAIEndpoint, text: str) -> int:

@@ -181,3 +181,37 @@ def test_every_specreason_knob_is_a_field_with_the_configs_default(monkeypatch):
                              threshold=5, likelihood_threshold=-2.0, max_tokens=64)
     assert changed.spec_config() == SpecReasonConfig(threshold=5, likelihood_threshold=-2.0,
                                                      answer_max_tokens=64)
+
+
+async def test_with_a_checkpointer_a_crashed_call_resumes_on_its_thread():
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    crash = {"left": 1}
+
+    def draft(req):
+        n = partial_of(req).count("\n\n")
+        if n == 2 and crash["left"]:  # the call dies while step 2 is drafted
+            crash["left"] -= 1
+            raise RuntimeError("client died")
+        return step(f"S{n}.", 4, end=n == 3)
+
+    def base(req):
+        return score("9") if is_judge(req) else step("The answer.", 3, end=True)
+
+    model = ChatSpecReason(draft_url="http://d/v1", base_url="http://b/v1", judge="score",
+                           lookahead=False, checkpointer=InMemorySaver())
+    model._endpoints = {"draft": ScriptedEndpoint("draft", draft),
+                        "base": ScriptedEndpoint("base", base)}
+    thread = {"metadata": {"thread_id": "t1"}}
+    with pytest.raises(RuntimeError, match="client died"):
+        await model.ainvoke("What is 12*7?", config=thread)
+    drafted = len(model._endpoints["draft"].requests)
+    msg = await model.ainvoke("What is 12*7?", config=thread)
+    assert msg.content == "S0.\n\nS1.\n\nS2.\n\nS3."
+    again = [partial_of(r).count("\n\n") for r in model._endpoints["draft"].requests[drafted:]]
+    assert again == [2, 3]  # steps 0 and 1 came from the checkpoint, not from the servers
+    # another conversation on the same thread starts fresh, with exactly its own messages
+    other = await model.ainvoke([("user", "And 13*7?")], thread_id="t1")
+    assert other.content.startswith("S0.")
+    saved = await model.graph.aget_state({"configurable": {"thread_id": "t1"}})
+    assert [m.type for m in saved.values["messages"]] == ["human", "ai"]
