@@ -85,3 +85,35 @@ def test_no_import_circle() -> None:
         if module not in state:
             visit(module, [module])
     assert circles == []
+
+
+def _readme_tree() -> dict[str, set[str]]:
+    """The README's architecture map: folder (relative to the package) -> entries it lists."""
+    readme = (PACKAGE.parent / "README.md").read_text()
+    block = readme.split("## Architecture", 1)[1].split("```", 2)[1]
+    tree: dict[str, set[str]] = {}
+    path: list[str] = []
+    for line in block.splitlines():
+        name = line.strip().split(" ")[0] if line.strip() else ""
+        depth = (len(line) - len(line.lstrip(" "))) // 2
+        if depth == 0 or not (name.endswith(".py") or name.endswith("/")):
+            continue  # the package line itself, repo folders, continuation lines
+        path = path[: depth - 1]
+        tree.setdefault("/".join(path), set()).add(name)
+        if name.endswith("/"):
+            path.append(name.rstrip("/"))
+    return tree
+
+
+def _real(folder: str) -> set[str]:
+    here = PACKAGE / folder if folder else PACKAGE
+    return {p.name + ("/" if p.is_dir() else "") for p in here.iterdir()
+            if p.name not in ("__init__.py", "__main__.py", "__pycache__", "py.typed")
+            and (p.is_dir() or p.suffix == ".py")}
+
+
+def test_the_readme_architecture_map_matches_the_package():
+    tree = _readme_tree()
+    assert tree[""] == _real("")  # every top-level module and folder, nothing that is gone
+    for folder, listed in tree.items():
+        assert listed == _real(folder), f"README's map of {folder or 'the package'}"
