@@ -16,6 +16,7 @@ from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.chat_models import BaseChatModel, LangSmithParams
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, RemoveMessage
 from langchain_core.messages.ai import UsageMetadata
+from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langchain_core.tools import BaseTool
@@ -329,8 +330,13 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         stop: list[str] | None,
         run_manager: _Parent | None,
         kwargs: dict[str, Any],
+        answer: list[AIMessage] | None = None,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        """Run the graph and turn its events into chunks; the last chunk carries metadata."""
+        """Run the graph and turn its events into chunks; the last chunk carries metadata.
+
+        ``answer``, when given, receives the graph's final message (its tool calls parsed
+        whole, as a non-streaming call reports them).
+        """
         think = get_format(self.family).thinking_end is not None
         if stop:
             kwargs = {**kwargs, "stop": stop}
@@ -365,12 +371,18 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             yield ChatGenerationChunk(message=chunk)
         wall = time.perf_counter() - start
         final = state["messages"][-1]
+        if answer is not None:
+            answer.append(final)
+        # tool calls as chunks of their argument text: LangChain parses them back, and
+        # unparsable arguments become invalid_tool_calls, as with ChatOpenAI
+        calls = [(tc["name"], _json(tc["args"]), tc["id"]) for tc in final.tool_calls]
+        calls += [(tc["name"], tc["args"], tc["id"]) for tc in final.invalid_tool_calls]
         yield ChatGenerationChunk(message=AIMessageChunk(
             content="", tool_call_chunks=[
-                {"name": tc["name"], "args": _json(tc["args"]), "id": tc["id"], "index": i,
-                 "type": "tool_call_chunk"} for i, tc in enumerate(final.tool_calls)],
+                tool_call_chunk(name=name, args=args, id=call_id, index=i)
+                for i, (name, args, call_id) in enumerate(calls)],
             usage_metadata=self._usage(state, think),
-            response_metadata=self._metadata(state, wall, bool(final.tool_calls)),
+            response_metadata=self._metadata(state, wall, bool(calls)),
             chunk_position="last",
         ))
 
@@ -413,13 +425,15 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         kwargs: dict[str, Any],
     ) -> ChatResult:
         total: ChatGenerationChunk | None = None
-        async for chunk in self._events(messages, stop, parent, kwargs):
+        answer: list[AIMessage] = []
+        async for chunk in self._events(messages, stop, parent, kwargs, answer):
             total = chunk if total is None else total + chunk
         assert total is not None
         message = total.message
         return ChatResult(generations=[ChatGeneration(message=AIMessage(
             content=message.content, additional_kwargs=message.additional_kwargs,
-            tool_calls=getattr(message, "tool_calls", []),
+            tool_calls=answer[-1].tool_calls,  # parsed whole: a broken call is invalid
+            invalid_tool_calls=answer[-1].invalid_tool_calls,
             usage_metadata=getattr(message, "usage_metadata", None),
             response_metadata=message.response_metadata,
             id=message.id,

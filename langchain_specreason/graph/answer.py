@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from langchain_core.messages import AIMessage
+from langchain_core.messages.tool import invalid_tool_call, tool_call
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 
@@ -73,20 +74,30 @@ async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
     kwargs: dict[str, Any] = {}
     if fmt.thinking_end is not None and trace.strip():
         kwargs["reasoning_content"] = "".join(steps)
+    calls = [_tool_call(tc) for tc in final.tool_calls]
     message = AIMessage(
         content=full, additional_kwargs=kwargs,
-        tool_calls=[_tool_call(tc) for tc in final.tool_calls],
+        tool_calls=[c for c in calls if c["type"] == "tool_call"],
+        invalid_tool_calls=[c for c in calls if c["type"] == "invalid_tool_call"],
     )
     return {"answer": full, "answer_tokens": final.completion_tokens,
             "answer_s": final.seconds, "answer_prompt_tokens": final.prompt_tokens,
             "answer_finish": final.finish_reason or "stop", "messages": [message]}
 
 
-def _tool_call(tc: dict[str, Any]) -> dict[str, Any]:
-    """An OpenAI tool call as a LangChain ``tool_call``."""
+def _tool_call(tc: dict[str, Any]) -> Any:
+    """An OpenAI tool call as a LangChain ``tool_call`` (or ``invalid_tool_call``).
+
+    Arguments that are not a JSON object make an ``invalid_tool_call``, kept as written with
+    the parse error, as ``ChatOpenAI`` does.
+    """
     fn = tc.get("function") or {}
+    raw = fn.get("arguments") or "{}"
     try:
-        args = json.loads(fn.get("arguments") or "{}")
-    except json.JSONDecodeError:
-        args = {"__raw__": fn.get("arguments")}
-    return {"name": fn.get("name", ""), "args": args, "id": tc.get("id"), "type": "tool_call"}
+        args = json.loads(raw)
+        if not isinstance(args, dict):
+            raise ValueError(f"arguments are a JSON {type(args).__name__}, not an object")
+    except ValueError as exc:  # json.JSONDecodeError is a ValueError
+        return invalid_tool_call(name=fn.get("name"), args=raw, id=tc.get("id"),
+                                 error=f"unparsable arguments: {exc}")
+    return tool_call(name=fn.get("name", ""), args=args, id=tc.get("id"))

@@ -215,3 +215,36 @@ async def test_with_a_checkpointer_a_crashed_call_resumes_on_its_thread():
     assert other.content.startswith("S0.")
     saved = await model.graph.aget_state({"configurable": {"thread_id": "t1"}})
     assert [m.type for m in saved.values["messages"]] == ["human", "ai"]
+
+
+async def test_unparsable_tool_arguments_are_an_invalid_tool_call_as_with_chatopenai():
+    from langchain_core.tools import tool
+
+    from langchain_specreason.endpoint import Completion
+
+    @tool
+    def multiply(a: int, b: int) -> int:
+        """Multiply two integers."""
+        return a * b
+
+    model = fake_model()
+    base = model._endpoints["base"]
+    handler = base.handler
+
+    def broken_call(req):
+        if req.tools:
+            return Completion(text="", finish_reason="tool_calls", completion_tokens=9,
+                              tool_calls=[{"id": "call-1", "type": "function", "function": {
+                                  "name": "multiply", "arguments": '{"a": 123, "b": '}}])
+        return handler(req)
+
+    base.handler = broken_call
+    msg = await model.bind_tools([multiply]).ainvoke("123*456?")
+    assert msg.tool_calls == []
+    [invalid] = msg.invalid_tool_calls
+    assert (invalid["name"], invalid["args"], invalid["id"]) == (
+        "multiply", '{"a": 123, "b": ', "call-1")
+    assert "unparsable arguments" in invalid["error"]
+    assert msg.response_metadata["finish_reason"] == "tool_calls"
+    # streamed, the argument text arrives as tool_call_chunks, which LangChain merges (and
+    # parses leniently) exactly as it does for ChatOpenAI's streams
