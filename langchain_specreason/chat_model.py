@@ -68,7 +68,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             (0-9; 10 rewrites every step). ``likelihood_threshold`` and
             ``confidence_threshold`` are the log-probability judges' thresholds.
         budget: int
-            Token budget of the reasoning (kept steps).
+            Token budget of the reasoning (the trace).
         family: str
             ``"instruct"`` (the reply is the reasoning) or ``"think"`` (``<think>`` models).
 
@@ -112,7 +112,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             for chunk in llm.stream("What is 12*7?"):
                 print(chunk.content, end="", flush=True)
 
-        Kept steps arrive as soon as they are kept (as ``content`` for the instruct family,
+        Steps arrive as soon as they join the trace (as ``content`` for the instruct family,
         as ``additional_kwargs["reasoning_content"]`` for the think family), then the answer
         tokens as the base server streams them.
 
@@ -143,7 +143,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     Response metadata:
         .. code-block:: python
 
-            msg.response_metadata["specreason"]   # steps kept / rewritten, tokens, seconds
+            msg.response_metadata["specreason"]   # steps accepted / rewritten, tokens, seconds
             msg.response_metadata["tokens_by_model"]  # {"draft": ..., "base": ...}
             msg.usage_metadata  # input / output / total, reasoning tokens in output details
     """

@@ -16,7 +16,7 @@ router
     A small sequence classifier that reads the question, the steps so far (tagged by author)
     and the draft step, never the base step, and outputs ``p = P(base step would be better)``
     (:class:`~.router.RouterJudge`). The draft step is escalated (rewritten by the base
-    model) when ``p >= tau``; otherwise it is kept with no base call at all.
+    model) when ``p >= tau``; otherwise it is accepted with no base call at all.
 labelled step
     One position of an oracle run: prefix, both steps, both scores, the advantage
     (:class:`~.features.LabelledStep`). ``specreason arbitrage label`` writes them;

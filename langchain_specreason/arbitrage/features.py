@@ -20,7 +20,7 @@ Author = Literal["draft", "base"]
 
 
 class PrefixStep(TypedDict):
-    """A kept step of the prefix, with who wrote it."""
+    """A step of the trace before the draft step, with who wrote it."""
 
     author: Author
     text: str
@@ -33,7 +33,7 @@ class LabelledStep(TypedDict):
     step_index: int
     question: str
     prefix: list[PrefixStep]
-    """The steps kept before this position."""
+    """The trace before this position."""
     draft_step: str
     base_step: str
     draft_score: float
@@ -46,7 +46,7 @@ class LabelledStep(TypedDict):
 
 def router_text(question: str, prefix: Sequence[PrefixStep], draft_step: str, *,
                 tag_authors: bool = True) -> str:
-    """The router's input: question, kept steps (tagged by author), then the draft step."""
+    """The router's input: question, the trace (steps tagged by author), then the draft step."""
     lines = [f"Question: {question.strip()}", "", "Reasoning so far:"]
     if not prefix:
         lines.append("(none)")

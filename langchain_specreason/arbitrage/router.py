@@ -2,7 +2,7 @@
 
 The router is served by vLLM as a sequence classifier (``--runner pooling``, answering on
 ``/classify``); class 1 is ``escalate``. The draft step is rewritten by the base model when
-``p(escalate) >= tau``, kept otherwise: a kept step costs no base-model call at all.
+``p(escalate) >= tau``, accepted otherwise: an accepted step costs no base-model call at all.
 """
 
 from __future__ import annotations

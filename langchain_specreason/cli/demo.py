@@ -1,7 +1,7 @@
 """`specreason demo`: answer one question with SpecReason, then with the base model alone.
 
 Starts the profile's servers (fetching the models first) unless ``--draft-url`` and
-``--base-url`` are given, prints each step as it is kept or rewritten, and the time against
+``--base-url`` are given, prints each step as it is accepted or rewritten, and the time against
 the base model alone on the same question, budget and sampling.
 """
 
@@ -80,7 +80,7 @@ async def run_demo(args: argparse.Namespace) -> int:
         print("base model alone, same question and settings...", flush=True)
         alone = await single_model(base, messages, config)
         print(f"\nbase alone answered:\n{alone.text.strip()}\n")
-        print(f"steps: {stats.steps_accepted} kept, {stats.steps_rewritten} rewritten, "
+        print(f"steps: {stats.steps_accepted} accepted, {stats.steps_rewritten} rewritten, "
               f"{stats.steps_base} by base; draft tokens {stats.draft_tokens}, base tokens "
               f"{stats.base_tokens}; judge prompt tokens {stats.judge_prompt_tokens} "
               f"({stats.judge_cached_tokens} from cache)")

@@ -2,7 +2,7 @@
 
 ``arithmetic`` recomputes every equation a step writes as ``expression = number``
 (:mod:`~..arithmetic`): a wrong result rejects the step; a step whose equations all hold, or
-that has none, is kept. It cannot see a right computation on the wrong numbers.
+that has none, is accepted. It cannot see a right computation on the wrong numbers.
 
 A :class:`CascadeJudge` runs its checks in order; the first that rejects decides (no model call),
 otherwise the model judge decides. Written ``arithmetic+likelihood`` in settings.

@@ -182,7 +182,7 @@ class ConfidenceJudge:
     """``confidence``: keep the step when the draft model was confident writing it.
 
     Reads :attr:`~.base.StepContext.step_logprobs` (the graph asks the draft server for them);
-    no server call. A step without them is kept (nothing to judge by) and says so.
+    no server call. A step without them is accepted (nothing to judge by) and says so.
     """
 
     def __init__(self, *, threshold: float, how: Aggregate = "mean") -> None:

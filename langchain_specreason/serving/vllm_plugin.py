@@ -3,7 +3,7 @@
 vLLM (0.32) prefills every request that asks for ``prompt_logprobs`` whole:
 ``SamplingParams.__post_init__`` sets ``skip_reading_prefix_cache=True`` for it, so that every
 prompt position gets a logprob. The ``likelihood`` judge only needs the logprobs of the draft
-step at the end of the prompt; the rest (conversation and kept steps) is in the cache from the
+step at the end of the prompt; the rest (conversation and trace) is in the cache from the
 previous call. A request carrying ``vllm_xargs={"specreason_read_prefix_cache": 1}`` gets
 ``skip_reading_prefix_cache=False``: its cached blocks are read, only the rest is prefilled,
 and the positions read from the cache carry no logprob (the client ignores them, knowing how
