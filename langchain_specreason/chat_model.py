@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from langchain_core.callbacks import (
     AsyncCallbackManager,
@@ -28,9 +28,10 @@ from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 from .config import DEFAULT_JUDGE, SpecReasonConfig
 from .endpoint import OpenAIEndpoint, endpoint_pair
 from .errors import ConfigError, EndpointError
+from .events import Event
 from .formats import get_format, to_openai_messages
-from .graph import create_specreason_graph
-from .state import AnswerOptions
+from .graph import SpecReasonGraph, create_specreason_graph
+from .state import AnswerOptions, SpecReasonInput
 from .stats import SpecReasonStats
 from .sync_bridge import iter_sync, run_sync
 
@@ -193,7 +194,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     ``config={"metadata": {"thread_id": "t1"}}``) checkpoints every step, and the same call
     repeated after a crash resumes where it stopped instead of starting over."""
 
-    _graph: Any = PrivateAttr(default=None)
+    _graphs: dict[SpecReasonConfig, SpecReasonGraph] = PrivateAttr(default_factory=dict)
     _endpoints: dict[str, OpenAIEndpoint] = PrivateAttr(default_factory=dict)
 
     def __init__(self, **kwargs: Any) -> None:
@@ -202,11 +203,19 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         get_format(self.family)
 
     # -- wiring ---------------------------------------------------------------------------
-    def spec_config(self) -> SpecReasonConfig:
-        """The :class:`SpecReasonConfig` these fields describe."""
+    def spec_config(self, **overrides: Any) -> SpecReasonConfig:
+        """The :class:`SpecReasonConfig` these fields describe, with a call's ``overrides``.
+
+        ``overrides`` are the SpecReason knobs among a call's keyword arguments (bound with
+        ``.bind(temperature=0)`` or passed to ``invoke``), ``max_tokens`` included; the other
+        arguments are not knobs and are left alone.
+        """
         settings = {name: getattr(self, name) for name in SpecReasonConfig.model_fields}
         if self.max_tokens is not None:
             settings["answer_max_tokens"] = self.max_tokens
+        if overrides.get("max_tokens") is not None:
+            settings["answer_max_tokens"] = overrides["max_tokens"]
+        settings.update({k: v for k, v in overrides.items() if k in SpecReasonConfig.model_fields})
         return SpecReasonConfig(**settings)
 
     def endpoint(self, role: Literal["draft", "base"]) -> OpenAIEndpoint:
@@ -225,13 +234,17 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         return self._endpoints[role]
 
     @property
-    def graph(self) -> Any:
-        """The compiled SpecReason graph this model runs."""
-        if self._graph is None:
-            self._graph = create_specreason_graph(
-                self.endpoint("draft"), self.endpoint("base"), config=self.spec_config(),
+    def graph(self) -> SpecReasonGraph:
+        """The compiled SpecReason graph this model runs (with its own settings)."""
+        return self._graph_for(self.spec_config())
+
+    def _graph_for(self, config: SpecReasonConfig) -> SpecReasonGraph:
+        """The graph of ``config``, built once per distinct config (a call's overrides)."""
+        if config not in self._graphs:
+            self._graphs[config] = create_specreason_graph(
+                self.endpoint("draft"), self.endpoint("base"), config=config,
                 family=self.family, checkpointer=self.checkpointer, name="specreason")
-        return self._graph
+        return self._graphs[config]
 
     @property
     def _llm_type(self) -> str:
@@ -246,7 +259,8 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
         params = LangSmithParams(
             ls_provider="specreason",
-            ls_model_name=kwargs.get("model") or self.base_model or "base",
+            ls_model_name=kwargs.get("model") or self.base_model
+            or (self._endpoints["base"].model if self._endpoints else None) or "base",
             ls_model_type="chat",
             ls_temperature=kwargs.get("temperature", self.temperature),
         )
@@ -343,11 +357,12 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         start = time.perf_counter()
         state: dict[str, Any] = {}
         config = self._run_config(run_manager)
+        graph = self._graph_for(self.spec_config(**kwargs))
         inputs: dict[str, Any] | None = {"messages": messages,
                                          "answer_options": self._answer_options(kwargs)}
         if self.checkpointer is not None:
             config["configurable"] = {"thread_id": _thread_id(run_manager, kwargs)}
-            saved = await self.graph.aget_state(config)
+            saved = await graph.aget_state(config)
             if saved.next and _same_turns(saved.values.get("messages") or [], messages):
                 inputs = None  # the same call, interrupted: resume from its last step
                 for record in saved.values.get("steps") or []:  # what it had already
@@ -355,17 +370,17 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             else:  # this call's conversation replaces the thread's
                 inputs = {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages],
                           "answer_options": self._answer_options(kwargs)}
-        async for mode, item in self.graph.astream(
-            inputs, config, stream_mode=["custom", "values"]
+        async for mode, item in graph.astream(
+            cast(SpecReasonInput | None, inputs), config, stream_mode=["custom", "values"]
         ):
             if mode == "values":
-                state = item
+                state = cast(dict[str, Any], item)
                 continue
-            kind = item.get("type")
-            if kind == "step":
-                chunk = _step_chunk(item["text"], think)
-            elif kind == "answer_delta":
-                chunk = AIMessageChunk(content=item["text"])
+            event = cast(Event, item)
+            if event["type"] == "step":
+                chunk = _step_chunk(event["text"], think)
+            elif event["type"] == "answer_delta":
+                chunk = AIMessageChunk(content=event["text"])
             else:
                 continue
             yield ChatGenerationChunk(message=chunk)

@@ -248,3 +248,18 @@ async def test_unparsable_tool_arguments_are_an_invalid_tool_call_as_with_chatop
     assert msg.response_metadata["finish_reason"] == "tool_calls"
     # streamed, the argument text arrives as tool_call_chunks, which LangChain merges (and
     # parses leniently) exactly as it does for ChatOpenAI's streams
+
+
+async def test_knobs_bound_or_passed_per_call_apply_to_that_call():
+    model = fake_model()  # temperature 0.6 by default
+    draft = model._endpoints["draft"]
+    await model.ainvoke("12*7?")
+    assert {r.temperature for r in draft.requests} == {0.6}
+    draft.requests.clear()
+    await model.bind(temperature=0.0, seed=7).ainvoke("12*7?")
+    assert {(r.temperature, r.seed) for r in draft.requests} == {(0.0, 7)}
+    draft.requests.clear()
+    await model.ainvoke("12*7?", budget=4)  # one 4-token step, then the answer
+    assert len(draft.requests) == 1
+    with pytest.raises(ConfigError, match="temperature: Input should be less than or equal to 2"):
+        await model.ainvoke("12*7?", temperature=5)
