@@ -260,7 +260,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         params = LangSmithParams(
             ls_provider="specreason",
             ls_model_name=kwargs.get("model") or self.base_model
-            or (self._endpoints["base"].model if self._endpoints else None) or "base",
+            or getattr(self._endpoints.get("base"), "model", None) or "base",
             ls_model_type="chat",
             ls_temperature=kwargs.get("temperature", self.temperature),
         )
