@@ -158,7 +158,7 @@ def test_bench_arbitrage_and_oracle_modes(servers, router_url, tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert [(r["mode"], r["threshold"]) for r in rows] == [("arbitrage", 0.5), ("oracle", 0.0)]
     summary = (tmp_path / "summary.md").read_text()
-    assert "arbitrage tau=0.5" in summary and "oracle tau=0" in summary
+    assert "arbitrage tau=0.5" in summary and "oracle margin=0" in summary
     # the oracle asks the base server for a step and two scores at every judged position;
     # arbitrage asks it only for rewrites (and the answer)
     oracle, arbitrage = rows[1], rows[0]
