@@ -80,13 +80,14 @@ async def test_interrupt_and_resume_with_sqlite_checkpointer(servers, tmp_path):
             OpenAIEndpoint(servers.base_url, name="base"),
             config=SpecReasonConfig(**{**FAST, "threshold": 5, "budget": 160}),
             family=servers.family, checkpointer=saver)
-        async for event in graph.astream({"messages": [("user", QUESTION)]}, thread,
-                                         stream_mode="custom"):
+        stream = graph.astream({"messages": [("user", QUESTION)]}, thread,
+                               stream_mode="custom")
+        async for event in stream:
             if event["type"] == "step":
                 seen.append(event["text"])
                 if len(seen) == 2:
                     break  # the client goes away mid-run
-        await asyncio.sleep(0.5)
+        await stream.aclose()
     assert len(seen) == 2
     async with AsyncSqliteSaver.from_conn_string(path) as saver:  # a new process, same file
         graph = create_specreason_graph(
@@ -94,10 +95,15 @@ async def test_interrupt_and_resume_with_sqlite_checkpointer(servers, tmp_path):
             OpenAIEndpoint(servers.base_url, name="base"),
             config=SpecReasonConfig(**{**FAST, "threshold": 5, "budget": 160}),
             family=servers.family, checkpointer=saver)
-        saved = await graph.aget_state(thread)
-        assert [s["text"] for s in saved.values["steps"]][:2] == seen
+        saved = (await graph.aget_state(thread)).values["steps"]
+        # every step whose node finished is saved; the step streamed last may have been cut
+        # before its node wrote the checkpoint (closing the stream cancels that node)
+        assert 1 <= len(saved) <= len(seen)
+        assert [s["text"] for s in saved] == seen[: len(saved)]
         out = await graph.ainvoke(None, thread)
     assert [s["text"] for s in out["steps"]][:2] == seen
+    # the saved records themselves, timings included: the resumed run did not redo them
+    assert out["steps"][: len(saved)] == saved
     assert out["answer"].strip()
 
 
