@@ -358,18 +358,20 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         state: dict[str, Any] = {}
         config = self._run_config(run_manager)
         graph = self._graph_for(self.spec_config(**kwargs))
-        inputs: dict[str, Any] | None = {"messages": messages,
-                                         "answer_options": self._answer_options(kwargs)}
+        turns: list[BaseMessage | RemoveMessage] = list(messages)
+        resume = False
         if self.checkpointer is not None:
             config["configurable"] = {"thread_id": _thread_id(run_manager, kwargs)}
             saved = await graph.aget_state(config)
-            if saved.next and _same_turns(saved.values.get("messages") or [], messages):
-                inputs = None  # the same call, interrupted: resume from its last step
+            resume = bool(saved.next) and _same_turns(saved.values.get("messages") or [],
+                                                      messages)
+            if resume:  # the same call, interrupted: go on from its last step
                 for record in saved.values.get("steps") or []:  # what it had already
                     yield ChatGenerationChunk(message=_step_chunk(record["text"], think))
             else:  # this call's conversation replaces the thread's
-                inputs = {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages],
-                          "answer_options": self._answer_options(kwargs)}
+                turns = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages]
+        inputs = None if resume else {"messages": turns,
+                                      "answer_options": self._answer_options(kwargs)}
         async for mode, item in graph.astream(
             cast(SpecReasonInput | None, inputs), config, stream_mode=["custom", "values"]
         ):

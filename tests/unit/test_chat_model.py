@@ -37,6 +37,32 @@ def fake_model(family: str = "instruct", **kwargs) -> ChatSpecReason:
     return model
 
 
+def with_tool_reply(model: ChatSpecReason, arguments: str):
+    """The model's base server answers a call with tools by calling ``multiply`` with
+    ``arguments`` (as written); returns the tool and the base endpoint."""
+    from langchain_core.tools import tool
+
+    from langchain_specreason.endpoint import Completion
+
+    @tool
+    def multiply(a: int, b: int) -> int:
+        """Multiply two integers."""
+        return a * b
+
+    base = model._endpoints["base"]
+    handler = base.handler
+
+    def tool_reply(req):
+        if req.tools:
+            return Completion(text="", finish_reason="tool_calls", completion_tokens=9,
+                              tool_calls=[{"id": "call-1", "type": "function", "function": {
+                                  "name": "multiply", "arguments": arguments}}])
+        return handler(req)
+
+    base.handler = tool_reply
+    return multiply, base
+
+
 async def test_stream_yields_each_kept_step_once_then_answer_for_think_family():
     model = fake_model("think")
     chunks = [c async for c in model.astream("What is 12*7?")]
@@ -140,27 +166,8 @@ def test_secret_is_not_in_repr():
 
 
 async def test_bound_tools_reach_the_answer_call_and_come_back_as_tool_calls():
-    from langchain_core.tools import tool
-
-    from langchain_specreason.endpoint import Completion
-
-    @tool
-    def multiply(a: int, b: int) -> int:
-        """Multiply two integers."""
-        return a * b
-
     model = fake_model()
-    base = model._endpoints["base"]
-    handler = base.handler
-
-    def with_tools(req):
-        if req.tools:
-            return Completion(text="", finish_reason="tool_calls", completion_tokens=9,
-                              tool_calls=[{"id": "call-1", "type": "function", "function": {
-                                  "name": "multiply", "arguments": '{"a": 123, "b": 456}'}}])
-        return handler(req)
-
-    base.handler = with_tools
+    multiply, base = with_tool_reply(model, '{"a": 123, "b": 456}')
     msg = await model.bind_tools([multiply], tool_choice="any").ainvoke("123*456?")
     answer_call = next(r for r in base.requests if r.tools)
     assert answer_call.tools[0]["function"]["name"] == "multiply"
@@ -218,27 +225,8 @@ async def test_with_a_checkpointer_a_crashed_call_resumes_on_its_thread():
 
 
 async def test_unparsable_tool_arguments_are_an_invalid_tool_call_as_with_chatopenai():
-    from langchain_core.tools import tool
-
-    from langchain_specreason.endpoint import Completion
-
-    @tool
-    def multiply(a: int, b: int) -> int:
-        """Multiply two integers."""
-        return a * b
-
     model = fake_model()
-    base = model._endpoints["base"]
-    handler = base.handler
-
-    def broken_call(req):
-        if req.tools:
-            return Completion(text="", finish_reason="tool_calls", completion_tokens=9,
-                              tool_calls=[{"id": "call-1", "type": "function", "function": {
-                                  "name": "multiply", "arguments": '{"a": 123, "b": '}}])
-        return handler(req)
-
-    base.handler = broken_call
+    multiply, _ = with_tool_reply(model, '{"a": 123, "b": ')
     msg = await model.bind_tools([multiply]).ainvoke("123*456?")
     assert msg.tool_calls == []
     [invalid] = msg.invalid_tool_calls
