@@ -15,6 +15,7 @@ from .endpoint import ChatRequest, Completion, Endpoint, OpenAIEndpoint
 from .errors import (
     ConfigError,
     ContextLengthError,
+    DeadlineError,
     EndpointError,
     HashMismatchError,
     InputError,
@@ -38,6 +39,7 @@ __all__ = [
     "Completion",
     "ConfigError",
     "ContextLengthError",
+    "DeadlineError",
     "Endpoint",
     "EndpointError",
     "HashMismatchError",

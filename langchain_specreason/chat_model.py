@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
@@ -27,7 +28,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 
 from .config import DEFAULT_JUDGE, SpecReasonConfig
 from .endpoint import OpenAIEndpoint, endpoint_pair
-from .errors import ConfigError, EndpointError
+from .errors import ConfigError, DeadlineError, EndpointError
 from .events import Event
 from .formats import get_format, to_openai_messages
 from .graph import SpecReasonGraph, create_specreason_graph
@@ -178,10 +179,19 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     """LangChain's standard name for ``answer_max_tokens``; wins over it when set."""
     stop: list[str] | None = Field(default=None, alias="stop_sequences")
     """Stop sequences of the answer."""
-    timeout: float | None = None
-    """Seconds per server call (default 600)."""
-    max_retries: int = 2
-    """Retries of transient server errors."""
+    timeout: float | None = Field(default=None, gt=0)
+    """Seconds a generation call (a step, the answer) may take, per attempt (default 600)."""
+    judge_timeout: float = Field(default=60.0, gt=0)
+    """Seconds a call generating at most one token (a judge's reading, prompt logprobs,
+    tokenizing) may take, per attempt."""
+    connect_timeout: float = Field(default=10.0, gt=0)
+    """Seconds to open a connection: an unreachable host fails fast."""
+    deadline: float | None = Field(default=None, gt=0)
+    """Seconds a whole call may take (``None``: no limit); past it the run and its server
+    calls are cancelled and :class:`~.errors.DeadlineError` is raised. Also per call
+    (``invoke(..., deadline=30)``). With a checkpointer, repeating the call resumes it."""
+    max_retries: int = Field(default=2, ge=0)
+    """Retries of transient server errors (honouring the server's ``Retry-After``)."""
     max_concurrency: int | None = Field(default=None, gt=0)
     """Requests in flight at once to each server from this model (``None``: no limit); more
     wait their turn (``abatch`` of many prompts)."""
@@ -229,6 +239,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
                 self.draft_url or "", self.base_url or "", api_key=self.api_key,
                 draft_api_key=self.draft_api_key, draft_model=self.draft_model,
                 base_model=self.base_model, timeout=self.timeout or 600.0,
+                judge_timeout=self.judge_timeout, connect_timeout=self.connect_timeout,
                 max_retries=self.max_retries, max_concurrency=self.max_concurrency)
             self._endpoints = {"draft": draft, "base": base}
         return self._endpoints[role]
@@ -372,9 +383,10 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
                 turns = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages]
         inputs = None if resume else {"messages": turns,
                                       "answer_options": self._answer_options(kwargs)}
-        async for mode, item in graph.astream(
+        deadline = kwargs.get("deadline", self.deadline)
+        async for mode, item in _until(deadline, graph.astream(
             cast(SpecReasonInput | None, inputs), config, stream_mode=["custom", "values"]
-        ):
+        )):
             if mode == "values":
                 state = cast(dict[str, Any], item)
                 continue
@@ -482,6 +494,39 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         yield from iter_sync(self._events(messages, stop, run_manager, kwargs))
+
+
+async def _until(deadline: float | None, stream: AsyncIterator[T]) -> AsyncIterator[T]:
+    """The items of ``stream`` until ``deadline`` seconds have passed; then DeadlineError.
+
+    The timeout covers only the waits on the stream (in this task), so the cancellation lands
+    inside the graph's run, which cancels its server calls.
+    """
+    if deadline is not None and not deadline > 0:
+        raise ConfigError(f"deadline must be a positive number of seconds, got {deadline}")
+    loop = asyncio.get_running_loop()
+    until = None if deadline is None else loop.time() + deadline
+    items = aiter(stream)
+    try:
+        while True:
+            scope = asyncio.timeout_at(until)
+            try:
+                async with scope:
+                    item = await anext(items)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                if not scope.expired():
+                    raise
+                raise DeadlineError(
+                    f"the run took longer than its deadline of {deadline:g} s and was "
+                    "cancelled; with a checkpointer, repeat the call on the same thread_id to "
+                    "resume it") from None
+            yield item
+    finally:  # the caller stopped early, or the deadline passed: end the graph's run now
+        close = getattr(items, "aclose", None)
+        if close is not None:
+            await close()
 
 
 def _step_chunk(text: str, think: bool) -> AIMessageChunk:

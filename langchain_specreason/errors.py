@@ -29,6 +29,13 @@ class EndpointError(SpecReasonError):
         super().__init__(f"{endpoint} endpoint at {url}: {reason}")
 
 
+class DeadlineError(SpecReasonError, TimeoutError):
+    """A run took longer than its ``deadline``; the run was cancelled with its server calls.
+
+    With a checkpointer, the same call on the same thread resumes from the last saved step.
+    """
+
+
 class ContextLengthError(EndpointError, InputError):
     """The prompt does not fit the server's context window (``max_model_len``)."""
 
@@ -56,6 +63,7 @@ class ServerDiedError(ServeError):
 __all__ = [
     "ConfigError",
     "ContextLengthError",
+    "DeadlineError",
     "EndpointError",
     "HashMismatchError",
     "InputError",

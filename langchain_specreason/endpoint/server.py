@@ -2,15 +2,21 @@
 
 :class:`OpenAIEndpoint` is an OpenAI-compatible server (vLLM) reached through the openai SDK.
 Transient failures (connection errors, timeouts, 408, 429, 5xx) are retried with tenacity,
-with exponential back-off and a bounded number of attempts; then an :class:`EndpointError`
-naming the endpoint is raised. Other errors are not retried: a prompt that does not fit the
-context window becomes :class:`ContextLengthError`, anything else an :class:`EndpointError`.
+with exponential back-off (or the server's ``Retry-After``, up to two minutes) and a bounded
+number of attempts; then an :class:`EndpointError` naming the endpoint is raised. Other errors
+are not retried: a prompt that does not fit the context window becomes
+:class:`ContextLengthError`, anything else an :class:`EndpointError`.
+
+Three timeouts bound a call: ``connect_timeout`` to open a connection (a black-holed host
+fails fast), ``judge_timeout`` for a call that generates at most one token (a judge's reading,
+prompt logprobs, a classification, tokenizing, listing models), ``timeout`` for a generation.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import email.utils
 import time
 import weakref
 from collections.abc import AsyncIterator
@@ -21,6 +27,7 @@ import openai
 from pydantic import SecretStr
 from tenacity import (
     AsyncRetrying,
+    RetryCallState,
     RetryError,
     retry_if_exception,
     stop_after_attempt,
@@ -36,6 +43,10 @@ server-side half is :mod:`langchain_specreason.serving.vllm_plugin`)."""
 
 
 _RETRY_STATUS = {408, 429}
+MAX_RETRY_AFTER = 120.0
+"""Longest ``Retry-After`` honoured, in seconds (the openai SDK's own cap); a longer one is not
+waited for: the error is raised at once."""
+_BACKOFF = wait_exponential_jitter(multiplier=0.5, max=8.0)
 
 
 def server_root(base_url: str) -> str:
@@ -43,12 +54,40 @@ def server_root(base_url: str) -> str:
     return base_url.rstrip("/").removesuffix("/v1")
 
 
+def retry_after(exc: BaseException | None) -> float | None:
+    """Seconds the server asked to wait (``Retry-After``/``retry-after-ms``), if it did."""
+    if not isinstance(exc, openai.APIStatusError):
+        return None
+    headers = exc.response.headers
+    for header, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(header)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) * scale)
+        except ValueError:
+            when = email.utils.parsedate_tz(value)  # an HTTP date
+            if when is not None:
+                return max(0.0, email.utils.mktime_tz(when) - time.time())
+    return None
+
+
 def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIConnectionError | openai.APITimeoutError):
         return True
     if isinstance(exc, openai.APIStatusError):
+        wait = retry_after(exc)
+        if wait is not None and wait > MAX_RETRY_AFTER:
+            return False  # the server is not coming back soon: say so now
         return exc.status_code in _RETRY_STATUS or exc.status_code >= 500
     return False
+
+
+def _wait(state: RetryCallState) -> float:
+    """The server's ``Retry-After`` when it sent one, else exponential back-off with jitter."""
+    outcome = state.outcome
+    wait = retry_after(outcome.exception() if outcome is not None else None)
+    return wait if wait is not None else _BACKOFF(state)
 
 
 def _is_context_error(exc: openai.APIStatusError) -> bool:
@@ -62,12 +101,13 @@ def _is_context_error(exc: openai.APIStatusError) -> bool:
 def endpoint_pair(
     draft_url: str, base_url: str, *, api_key: SecretStr | str | None = None,
     draft_api_key: SecretStr | str | None = None, draft_model: str | None = None,
-    base_model: str | None = None, timeout: float = 600.0, connect_timeout: float = 10.0,
-    max_retries: int = 2, max_concurrency: int | None = None,
+    base_model: str | None = None, timeout: float = 600.0, judge_timeout: float = 60.0,
+    connect_timeout: float = 10.0, max_retries: int = 2, max_concurrency: int | None = None,
 ) -> tuple[OpenAIEndpoint, OpenAIEndpoint]:
     """The draft and base endpoints of a server pair (the draft's key defaults to the base's)."""
-    limits: dict[str, Any] = {"timeout": timeout, "connect_timeout": connect_timeout,
-                              "max_retries": max_retries, "max_concurrency": max_concurrency}
+    limits: dict[str, Any] = {"timeout": timeout, "judge_timeout": judge_timeout,
+                              "connect_timeout": connect_timeout, "max_retries": max_retries,
+                              "max_concurrency": max_concurrency}
     draft = OpenAIEndpoint(draft_url, name="draft", model=draft_model,
                            api_key=draft_api_key or api_key, **limits)
     base = OpenAIEndpoint(base_url, name="base", model=base_model, api_key=api_key, **limits)
@@ -91,6 +131,7 @@ class OpenAIEndpoint:
         api_key: SecretStr | str | None = None,
         name: str = "endpoint",
         timeout: float = 600.0,
+        judge_timeout: float = 60.0,
         connect_timeout: float = 10.0,
         max_retries: int = 2,
         max_concurrency: int | None = None,
@@ -102,8 +143,17 @@ class OpenAIEndpoint:
         key = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key or "EMPTY")
         self._api_key = key
         self.name = name
+        for label, value in (("timeout", timeout), ("judge_timeout", judge_timeout),
+                             ("connect_timeout", connect_timeout)):
+            if not value > 0:
+                raise ConfigError(f"{label} must be a positive number of seconds, got {value}")
+        if max_retries < 0:
+            raise ConfigError(f"max_retries must be at least 0, got {max_retries}")
         self.timeout = timeout
-        """Seconds one call may take (a whole generation)."""
+        """Seconds a generation may take (one attempt)."""
+        self.judge_timeout = judge_timeout
+        """Seconds a call that generates at most one token may take (one attempt): a judge's
+        reading, prompt logprobs, a classification, tokenizing, listing models."""
         self.connect_timeout = connect_timeout
         """Seconds to open a connection: an unreachable host fails fast."""
         self.max_retries = max_retries
@@ -147,6 +197,14 @@ class OpenAIEndpoint:
             gate = self._gates[loop] = asyncio.Semaphore(self.max_concurrency)
         return gate
 
+    def _limit(self, seconds: float) -> httpx.Timeout:
+        return httpx.Timeout(seconds, connect=self.connect_timeout)
+
+    @property
+    def _short(self) -> httpx.Timeout:
+        """The timeout of a call that generates at most one token."""
+        return self._limit(self.judge_timeout)
+
     async def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         async with self._gate():
             return await self._retried(fn, *args, **kwargs)
@@ -156,7 +214,7 @@ class OpenAIEndpoint:
             async for attempt in AsyncRetrying(
                 retry=retry_if_exception(_is_transient),
                 stop=stop_after_attempt(self.max_retries + 1),
-                wait=wait_exponential_jitter(multiplier=0.5, max=8.0),
+                wait=_wait,
                 reraise=True,
             ):
                 with attempt:
@@ -164,6 +222,13 @@ class OpenAIEndpoint:
         except openai.APIStatusError as exc:
             if _is_context_error(exc):
                 raise ContextLengthError(self.name, self.base_url, _message(exc)) from exc
+            wait = retry_after(exc)
+            if wait is not None and wait > MAX_RETRY_AFTER:
+                raise EndpointError(
+                    self.name, self.base_url,
+                    f"HTTP {exc.status_code}, and the server asks to retry after {wait:.0f} s "
+                    f"(more than {MAX_RETRY_AFTER:.0f} s): {_message(exc)}",
+                ) from exc
             if _is_transient(exc):
                 raise EndpointError(
                     self.name, self.base_url,
@@ -173,9 +238,11 @@ class OpenAIEndpoint:
             raise EndpointError(self.name, self.base_url,
                                 f"HTTP {exc.status_code}: {_message(exc)}") from exc
         except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+            what = ("timed out" if isinstance(exc, openai.APITimeoutError)
+                    else "unreachable")
             raise EndpointError(
                 self.name, self.base_url,
-                f"unreachable after {self.max_retries + 1} attempts ({type(exc).__name__}); "
+                f"{what} after {self.max_retries + 1} attempts ({type(exc).__name__}); "
                 f"is the server running?",
             ) from exc
         except RetryError as exc:  # pragma: no cover - reraise=True makes this unreachable
@@ -185,7 +252,7 @@ class OpenAIEndpoint:
     async def model_name(self) -> str:
         """The served model name, discovered from ``/v1/models`` when not given."""
         if self.model is None:
-            page = await self._call(self.client.models.list)
+            page = await self._call(self.client.models.list, timeout=self._short)
             ids = [m.id for m in page.data]
             if not ids:
                 raise EndpointError(self.name, self.base_url, "the server lists no model")
@@ -195,7 +262,7 @@ class OpenAIEndpoint:
     async def max_model_len(self) -> int | None:
         """The server's context window, when it reports one (vLLM does); asked once."""
         if self._window is None:
-            page = await self._call(self.client.models.list)
+            page = await self._call(self.client.models.list, timeout=self._short)
             self._window = 0
             for model in page.data:
                 if self.model in (None, model.id):
@@ -215,6 +282,7 @@ class OpenAIEndpoint:
             temperature=request.temperature,
             top_p=request.top_p,
             extra_body=extra,
+            timeout=self._short if request.max_tokens <= 1 else self._limit(self.timeout),
         )
         if request.stop:
             kwargs["stop"] = request.stop
@@ -267,7 +335,8 @@ class OpenAIEndpoint:
             body.update(truncate_prompt_tokens=truncate, truncation_side="left")
         url = server_root(self.base_url) + "/classify"
         start = time.perf_counter()
-        resp = await self._call(self.client.post, url, body=body, cast_to=object)
+        resp = await self._call(self.client.post, url, body=body, cast_to=object,
+                                options={"timeout": self._short})
         seconds = time.perf_counter() - start
         try:
             rows = sorted(resp["data"], key=lambda row: row["index"])
@@ -302,7 +371,8 @@ class OpenAIEndpoint:
 
     async def _tokenize(self, body: dict[str, Any]) -> list[int]:
         url = server_root(self.base_url) + "/tokenize"
-        resp = await self._call(self.client.post, url, body=body, cast_to=object)
+        resp = await self._call(self.client.post, url, body=body, cast_to=object,
+                                options={"timeout": self._short})
         try:
             return [int(t) for t in resp["tokens"]]
         except (KeyError, TypeError, ValueError) as exc:
@@ -341,7 +411,7 @@ class OpenAIEndpoint:
 
     async def models(self) -> list[dict[str, Any]]:
         """What the server lists at ``/v1/models`` (id, root, ``max_model_len``, ...)."""
-        page = await self._call(self.client.models.list)
+        page = await self._call(self.client.models.list, timeout=self._short)
         return [{"id": m.id, **(m.model_extra or {})} for m in page.data]
 
     async def prompt_logprobs(self, token_ids: list[int], *,
@@ -358,7 +428,7 @@ class OpenAIEndpoint:
         start = time.perf_counter()
         resp = await self._call(self.client.completions.create, model=await self.model_name(),
                                 prompt=token_ids, max_tokens=1, temperature=0.0,
-                                extra_body=extra)
+                                extra_body=extra, timeout=self._short)
         seconds = time.perf_counter() - start
         try:
             rows = (resp.choices[0].model_extra or {}).get("prompt_logprobs") or (

@@ -251,3 +251,59 @@ async def test_knobs_bound_or_passed_per_call_apply_to_that_call():
     assert len(draft.requests) == 1
     with pytest.raises(ConfigError, match="temperature: Input should be less than or equal to 2"):
         await model.ainvoke("12*7?", temperature=5)
+
+
+class _Stalling(ScriptedEndpoint):
+    """Answers like its handler, except that the call after ``calls`` never returns."""
+
+    def __init__(self, endpoint: ScriptedEndpoint, calls: int) -> None:
+        super().__init__(endpoint.name, endpoint.handler)
+        self.calls = calls
+        self.cancelled = 0
+
+    async def complete(self, request):
+        import asyncio
+
+        if len(self.requests) >= self.calls:
+            self.requests.append(request)
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                self.cancelled += 1
+                raise
+        return await super().complete(request)
+
+
+@pytest.mark.parametrize("where", ["field", "call"])
+async def test_past_its_deadline_a_call_is_cancelled_with_a_typed_error(where):
+    import time
+
+    from langchain_specreason import DeadlineError
+
+    model = fake_model(**({"deadline": 0.3} if where == "field" else {}))
+    stalled = _Stalling(model._endpoints["draft"], calls=2)  # the third draft stalls
+    model._endpoints["draft"] = stalled
+    start = time.perf_counter()
+    with pytest.raises(DeadlineError, match=r"longer than its deadline of 0.3 s and was "
+                                            r"cancelled; with a checkpointer, repeat the call"):
+        await model.ainvoke("What is 12*7?", **({"deadline": 0.3} if where == "call" else {}))
+    assert time.perf_counter() - start < 5
+    stalls = len(stalled.requests) - stalled.calls  # with lookahead, two drafts may be waiting
+    assert stalls >= 1
+    assert stalled.cancelled == stalls  # every call in flight was cancelled, none left running
+
+
+def test_the_deadline_holds_on_the_sync_path_too():
+    from langchain_specreason import DeadlineError
+
+    model = fake_model(deadline=0.3)
+    model._endpoints["draft"] = _Stalling(model._endpoints["draft"], calls=1)
+    with pytest.raises(DeadlineError):
+        model.invoke("What is 12*7?")
+
+
+def test_bad_deadline_and_timeouts_are_config_errors():
+    with pytest.raises(ConfigError, match="deadline"):
+        ChatSpecReason(deadline=0)
+    with pytest.raises(ConfigError, match="judge_timeout"):
+        ChatSpecReason(judge_timeout=-1)

@@ -79,3 +79,66 @@ async def test_connecting_and_generating_have_separate_timeouts():
     endpoint = OpenAIEndpoint(URL, timeout=600.0, connect_timeout=0.5)
     timeout = endpoint.client.timeout
     assert (timeout.connect, timeout.read) == (0.5, 600.0)  # a dead host fails in 0.5 s
+
+
+async def test_a_one_token_call_has_the_judge_timeout_and_a_generation_the_long_one():
+    seen: list[dict] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request.extensions["timeout"])
+        if request.url.path.endswith("/tokenize"):
+            return httpx2.Response(200, json={"tokens": [1, 2]})
+        return httpx2.Response(200, json=_reply("ok"))
+
+    endpoint = OpenAIEndpoint(URL, model="m", timeout=600.0, judge_timeout=30.0,
+                              connect_timeout=2.0, transport=httpx2.MockTransport(handler))
+    await endpoint.complete(ChatRequest([{"role": "user", "content": "rate"}], 1))
+    await endpoint.complete(REQUEST)  # 4 tokens: a generation
+    await endpoint.tokenize_text("hi")
+    assert [(t["read"], t["connect"]) for t in seen] == [(30.0, 2.0), (600.0, 2.0),
+                                                         (30.0, 2.0)]
+
+
+@pytest.mark.parametrize("header", [{"retry-after": "0.3"}, {"retry-after-ms": "300"}])
+async def test_retry_after_is_honoured(header):
+    times: list[float] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        times.append(asyncio.get_running_loop().time())
+        if len(times) == 1:
+            return httpx2.Response(429, headers=header, json={"message": "busy"})
+        return httpx2.Response(200, json=_reply("ok"))
+
+    endpoint = OpenAIEndpoint(URL, model="m", max_retries=1,
+                              transport=httpx2.MockTransport(handler))
+    done = await endpoint.complete(REQUEST)
+    assert done.text == "ok"
+    assert times[1] - times[0] >= 0.3  # waited what the server asked, not the back-off
+
+
+async def test_a_retry_after_beyond_two_minutes_fails_at_once_and_says_why():
+    calls = 0
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        nonlocal calls
+        calls += 1
+        return httpx2.Response(503, headers={"retry-after": "3600"},
+                               json={"message": "maintenance"})
+
+    endpoint = OpenAIEndpoint(URL, model="m", name="base", max_retries=3,
+                              transport=httpx2.MockTransport(handler))
+    with pytest.raises(EndpointError, match=r"HTTP 503, and the server asks to retry after "
+                                            r"3600 s \(more than 120 s\): maintenance"):
+        await endpoint.complete(REQUEST)
+    assert calls == 1
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"timeout": 0}, "timeout must be a positive number of seconds, got 0"),
+    ({"judge_timeout": -1.0}, "judge_timeout must be a positive number of seconds, got -1.0"),
+    ({"connect_timeout": 0.0}, "connect_timeout must be a positive number of seconds, got 0.0"),
+    ({"max_retries": -1}, "max_retries must be at least 0, got -1"),
+])
+def test_bad_timeouts_and_retries_are_config_errors(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        OpenAIEndpoint(URL, **kwargs)

@@ -33,7 +33,8 @@ from langchain_specreason.judges.scoring import average_score, digit_of, greedy_
 def test_public_api_is_pinned():
     assert langchain_specreason.__all__ == [
         "FORMATS", "BaseModelJudge", "ChatRequest", "ChatSpecReason", "Completion", "ConfigError",
-        "ContextLengthError", "Endpoint", "EndpointError", "HashMismatchError", "InputError",
+        "ContextLengthError", "DeadlineError", "Endpoint", "EndpointError", "HashMismatchError",
+        "InputError",
         "Judge", "ModelFetchError", "OpenAIEndpoint", "PlainFormat", "PortInUseError",
         "PromptFormat", "ServeError", "ServerDiedError", "SingleModelRun", "SpecReasonConfig",
         "SpecReasonError", "SpecReasonState", "SpecReasonStats", "StepRecord", "TagFormat",
