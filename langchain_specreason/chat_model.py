@@ -24,14 +24,15 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils import from_env, secret_from_env
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
-from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
+from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, SkipValidation
 
 from .config import DEFAULT_JUDGE, SpecReasonConfig
-from .endpoint import OpenAIEndpoint, endpoint_pair
+from .endpoint import Endpoint, OpenAIEndpoint, endpoint_pair
 from .errors import ConfigError, DeadlineError, EndpointError
 from .events import Event
 from .formats import get_format, to_openai_messages
 from .graph import SpecReasonGraph, create_specreason_graph
+from .judges import Judge
 from .state import AnswerOptions, SpecReasonInput
 from .stats import SpecReasonStats
 from .sync_bridge import iter_sync, run_sync
@@ -198,6 +199,14 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     streaming: bool = False
     """Stream by default in ``invoke`` (kept for compatibility; ``stream()`` always streams)."""
 
+    draft_endpoint: SkipValidation[Endpoint | None] = Field(default=None, exclude=True)
+    """The draft server as an :class:`~.endpoint.Endpoint` (a pool of replicas, a client with
+    its own transport, a test double); wins over ``draft_url``."""
+    base_endpoint: SkipValidation[Endpoint | None] = Field(default=None, exclude=True)
+    """The base server as an :class:`~.endpoint.Endpoint`; wins over ``base_url``."""
+    custom_judge: SkipValidation[Judge | None] = Field(default=None, exclude=True)
+    """A :class:`~.judges.Judge` object that decides instead of the named ``judge`` (for
+    example the Arbitrage router's judge, :mod:`langchain_specreason.arbitrage`)."""
     checkpointer: Any = Field(default=None, exclude=True)
     """A LangGraph checkpointer (``InMemorySaver()``, a SQLite or Postgres saver). With it, a
     call on a thread (``thread_id="t1"`` as a call argument, or
@@ -205,7 +214,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     repeated after a crash resumes where it stopped instead of starting over."""
 
     _graphs: dict[SpecReasonConfig, SpecReasonGraph] = PrivateAttr(default_factory=dict)
-    _endpoints: dict[str, OpenAIEndpoint] = PrivateAttr(default_factory=dict)
+    _endpoints: dict[str, Endpoint] = PrivateAttr(default_factory=dict)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)  # SpecReasonConfig's: a bad knob is a ConfigError
@@ -228,20 +237,22 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         settings.update({k: v for k, v in overrides.items() if k in SpecReasonConfig.model_fields})
         return SpecReasonConfig(**settings)
 
-    def endpoint(self, role: Literal["draft", "base"]) -> OpenAIEndpoint:
-        """The endpoint of ``role``; both are built once, from the URLs and keys."""
+    def endpoint(self, role: Literal["draft", "base"]) -> Endpoint:
+        """The endpoint of ``role``: the one given, else built once from the URLs and keys."""
         if not self._endpoints:
             for name in ("draft", "base"):
-                if not getattr(self, f"{name}_url"):
-                    raise ConfigError(f"no {name} server URL: pass {name}_url= or set "
-                                      f"SPECREASON_{name.upper()}_URL")
+                if getattr(self, f"{name}_endpoint") is None and not getattr(self, f"{name}_url"):
+                    raise ConfigError(f"no {name} server: pass {name}_url= (or set "
+                                      f"SPECREASON_{name.upper()}_URL) or {name}_endpoint=")
             draft, base = endpoint_pair(
-                self.draft_url or "", self.base_url or "", api_key=self.api_key,
-                draft_api_key=self.draft_api_key, draft_model=self.draft_model,
-                base_model=self.base_model, timeout=self.timeout or 600.0,
-                judge_timeout=self.judge_timeout, connect_timeout=self.connect_timeout,
-                max_retries=self.max_retries, max_concurrency=self.max_concurrency)
-            self._endpoints = {"draft": draft, "base": base}
+                self.draft_url or "http://unused/v1", self.base_url or "http://unused/v1",
+                api_key=self.api_key, draft_api_key=self.draft_api_key,
+                draft_model=self.draft_model, base_model=self.base_model,
+                timeout=self.timeout or 600.0, judge_timeout=self.judge_timeout,
+                connect_timeout=self.connect_timeout, max_retries=self.max_retries,
+                max_concurrency=self.max_concurrency)
+            self._endpoints = {"draft": self.draft_endpoint or draft,
+                               "base": self.base_endpoint or base}
         return self._endpoints[role]
 
     @property
@@ -254,7 +265,8 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         if config not in self._graphs:
             self._graphs[config] = create_specreason_graph(
                 self.endpoint("draft"), self.endpoint("base"), config=config,
-                family=self.family, checkpointer=self.checkpointer, name="specreason")
+                judge=self.custom_judge, family=self.family, checkpointer=self.checkpointer,
+                name="specreason")
         return self._graphs[config]
 
     @property
@@ -300,10 +312,14 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     def _server_count(self, count: Callable[[OpenAIEndpoint], Coroutine[Any, Any, int]]
                       ) -> int | None:
         """A count by the base server (``/tokenize``); ``None`` when it cannot answer."""
-        if not (self.draft_url and self.base_url):
+        try:
+            base = self.endpoint("base")
+        except ConfigError:  # no server configured: an estimate
+            return None
+        if not isinstance(base, OpenAIEndpoint):
             return None
         try:
-            return run_sync(count(self.endpoint("base")))
+            return run_sync(count(base))
         except EndpointError:
             return None
 

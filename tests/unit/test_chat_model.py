@@ -30,11 +30,9 @@ def fake_model(family: str = "instruct", **kwargs) -> ChatSpecReason:
         return step(f"B{n}.", 5)
 
     kwargs.setdefault("judge", "score")  # scripted 0-9 digits
-    model = ChatSpecReason(draft_url="http://d/v1", base_url="http://b/v1", family=family,
-                           api_key=SecretStr("sk-top-secret"), **kwargs)
-    model._endpoints = {"draft": ScriptedEndpoint("draft", draft),
-                        "base": ScriptedEndpoint("base", base)}
-    return model
+    return ChatSpecReason(draft_endpoint=ScriptedEndpoint("draft", draft),
+                          base_endpoint=ScriptedEndpoint("base", base), family=family,
+                          api_key=SecretStr("sk-top-secret"), **kwargs)
 
 
 def with_tool_reply(model: ChatSpecReason, arguments: str):
@@ -49,7 +47,7 @@ def with_tool_reply(model: ChatSpecReason, arguments: str):
         """Multiply two integers."""
         return a * b
 
-    base = model._endpoints["base"]
+    base = model.base_endpoint
     handler = base.handler
 
     def tool_reply(req):
@@ -153,8 +151,8 @@ async def test_tracing_has_a_child_run_per_server_call_with_step_metadata():
 def test_missing_urls_and_bad_knobs_are_typed_errors(monkeypatch):
     monkeypatch.delenv("SPECREASON_DRAFT_URL", raising=False)
     monkeypatch.delenv("SPECREASON_BASE_URL", raising=False)
-    with pytest.raises(ConfigError, match="no draft server URL: pass draft_url= or set "
-                                          "SPECREASON_DRAFT_URL"):
+    with pytest.raises(ConfigError, match=r"no draft server: pass draft_url= \(or set "
+                                          r"SPECREASON_DRAFT_URL\) or draft_endpoint="):
         ChatSpecReason().invoke("hi")
     with pytest.raises(ConfigError, match=r"threshold: Input should be less than or equal to 10"):
         ChatSpecReason(threshold=11)
@@ -205,17 +203,16 @@ async def test_with_a_checkpointer_a_crashed_call_resumes_on_its_thread():
     def base(req):
         return score("9") if is_judge(req) else step("The answer.", 3, end=True)
 
-    model = ChatSpecReason(draft_url="http://d/v1", base_url="http://b/v1", judge="score",
+    model = ChatSpecReason(draft_endpoint=ScriptedEndpoint("draft", draft),
+                           base_endpoint=ScriptedEndpoint("base", base), judge="score",
                            lookahead=False, checkpointer=InMemorySaver())
-    model._endpoints = {"draft": ScriptedEndpoint("draft", draft),
-                        "base": ScriptedEndpoint("base", base)}
     thread = {"metadata": {"thread_id": "t1"}}
     with pytest.raises(RuntimeError, match="client died"):
         await model.ainvoke("What is 12*7?", config=thread)
-    drafted = len(model._endpoints["draft"].requests)
+    drafted = len(model.draft_endpoint.requests)
     msg = await model.ainvoke("What is 12*7?", config=thread)
     assert msg.content == "S0.\n\nS1.\n\nS2.\n\nS3."
-    again = [partial_of(r).count("\n\n") for r in model._endpoints["draft"].requests[drafted:]]
+    again = [partial_of(r).count("\n\n") for r in model.draft_endpoint.requests[drafted:]]
     assert again == [2, 3]  # steps 0 and 1 came from the checkpoint, not from the servers
     # another conversation on the same thread starts fresh, with exactly its own messages
     other = await model.ainvoke([("user", "And 13*7?")], thread_id="t1")
@@ -240,7 +237,7 @@ async def test_unparsable_tool_arguments_are_an_invalid_tool_call_as_with_chatop
 
 async def test_knobs_bound_or_passed_per_call_apply_to_that_call():
     model = fake_model()  # temperature 0.6 by default
-    draft = model._endpoints["draft"]
+    draft = model.draft_endpoint
     await model.ainvoke("12*7?")
     assert {r.temperature for r in draft.requests} == {0.6}
     draft.requests.clear()
@@ -281,8 +278,8 @@ async def test_past_its_deadline_a_call_is_cancelled_with_a_typed_error(where):
     from langchain_specreason import DeadlineError
 
     model = fake_model(**({"deadline": 0.3} if where == "field" else {}))
-    stalled = _Stalling(model._endpoints["draft"], calls=2)  # the third draft stalls
-    model._endpoints["draft"] = stalled
+    stalled = _Stalling(model.draft_endpoint, calls=2)  # the third draft stalls
+    model = model.model_copy(update={"draft_endpoint": stalled})
     start = time.perf_counter()
     with pytest.raises(DeadlineError, match=r"longer than its deadline of 0.3 s and was "
                                             r"cancelled; with a checkpointer, repeat the call"):
@@ -297,7 +294,8 @@ def test_the_deadline_holds_on_the_sync_path_too():
     from langchain_specreason import DeadlineError
 
     model = fake_model(deadline=0.3)
-    model._endpoints["draft"] = _Stalling(model._endpoints["draft"], calls=1)
+    model = model.model_copy(update={
+        "draft_endpoint": _Stalling(model.draft_endpoint, calls=1)})
     with pytest.raises(DeadlineError):
         model.invoke("What is 12*7?")
 
@@ -307,3 +305,24 @@ def test_bad_deadline_and_timeouts_are_config_errors():
         ChatSpecReason(deadline=0)
     with pytest.raises(ConfigError, match="judge_timeout"):
         ChatSpecReason(judge_timeout=-1)
+
+
+async def test_given_endpoints_and_a_custom_judge_are_what_the_run_uses():
+    from langchain_specreason import Verdict
+
+    class RejectSecond:
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        async def judge(self, ctx):
+            self.seen.append(ctx.step)
+            return Verdict(accept=len(self.seen) != 2, score=float(len(self.seen) != 2))
+
+    judge = RejectSecond()
+    model = fake_model(custom_judge=judge)
+    assert model.endpoint("draft") is model.draft_endpoint
+    out = await model.ainvoke("What is 12*7?")
+    meta = out.response_metadata["specreason"]
+    assert judge.seen[:2] == ["S0.\n\n", "S1.\n\n"]
+    assert (meta["steps_accepted"], meta["steps_rewritten"]) == (2, 1)
+    assert model.base_endpoint.judge_calls() == []  # the named judge was not asked
