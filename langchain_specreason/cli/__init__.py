@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 import time
 from collections.abc import Sequence
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError, SpecReasonError
 from ..serving.catalog import CATALOG
+
+if TYPE_CHECKING:
+    from ..serving.launcher import Launcher
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,7 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--base-model", help="override the base model")
     serve.add_argument("--draft-port", type=int)
     serve.add_argument("--base-port", type=int)
-    serve.add_argument("--host", help="listen address (0.0.0.0 for multi-node)")
+    serve.add_argument("--host", help="listen address (0.0.0.0 for multi-node; with the CPU "
+                                      "profiles' dev mode, only with an API key)")
+    serve.add_argument("--api-key", metavar="KEY",
+                       help="require this key on every server's /v1 routes (default: "
+                            "$VLLM_API_KEY; prefer the variable: a flag shows in `ps`)")
     serve.add_argument("--draft-arg", action="append", default=[],
                        help="extra vLLM flag for the draft server (repeatable)")
     serve.add_argument("--base-arg", action="append", default=[],
@@ -119,8 +128,7 @@ def _models(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from ..serving.launcher import Launcher
-    from ..serving.profiles import Role, list_profiles, load_profile
+    from ..serving.profiles import list_profiles, load_profile
 
     if args.list:
         for name in list_profiles():
@@ -128,6 +136,29 @@ def _serve(args: argparse.Namespace) -> int:
             variants = f" (variants: {', '.join(profile.variants)})" if profile.variants else ""
             print(f"{name:<10} {profile.description}{variants}")
         return 0
+    launcher = serve_launcher(args)
+    profile = launcher.profile
+    print(f"starting {profile.name}{'/' + profile.variant if profile.variant else ''}: "
+          f"{profile.description} (logs: {launcher.log_dir})", file=sys.stderr, flush=True)
+    with launcher:
+        print("servers ready; Ctrl-C stops them", file=sys.stderr, flush=True)
+        while True:
+            launcher.raise_if_dead()
+            time.sleep(1.0)
+
+
+def serve_launcher(args: argparse.Namespace) -> Launcher:
+    """The launcher of ``specreason serve``'s flags, checked (nothing is started).
+
+    The key is ``--api-key``, else ``VLLM_API_KEY``; an unsafe host is refused here (see
+    :func:`~langchain_specreason.serving.secrets.check_exposure`).
+    """
+    from pathlib import Path
+
+    from ..serving.launcher import Launcher
+    from ..serving.profiles import Role, load_profile
+    from ..serving.secrets import SERVER_KEY_ENV
+
     if not args.profile:
         raise ConfigError("serve needs --profile NAME (see `specreason serve --list`)")
     profile = load_profile(
@@ -140,17 +171,11 @@ def _serve(args: argparse.Namespace) -> int:
         ("draft", "base", "router") if args.with_router else ("draft", "base"))
     if "router" in roles and profile.router is None:
         raise ConfigError(f"profile {profile.name!r} has no [router] server")
-    from pathlib import Path
-
     launcher = Launcher(profile, roles=roles, echo=True,
-                        log_dir=Path(args.log_dir) if args.log_dir else None)
-    print(f"starting {profile.name}{'/' + profile.variant if profile.variant else ''}: "
-          f"{profile.description} (logs: {launcher.log_dir})", file=sys.stderr, flush=True)
-    with launcher:
-        print("servers ready; Ctrl-C stops them", file=sys.stderr, flush=True)
-        while True:
-            launcher.raise_if_dead()
-            time.sleep(1.0)
+                        log_dir=Path(args.log_dir) if args.log_dir else None,
+                        api_key=args.api_key or os.environ.get(SERVER_KEY_ENV) or None)
+    launcher.check_exposure()
+    return launcher
 
 
 if __name__ == "__main__":

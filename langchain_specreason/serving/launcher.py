@@ -6,7 +6,12 @@ Used by ``specreason serve``, the demo, the benchmark and the test fixtures alik
         print(servers.urls["draft"], servers.urls["base"])
 
 Each server runs in its own session (process group), so stopping it also stops the engine
-processes vLLM forks; its output goes to ``<log_dir>/<role>.log``.
+processes vLLM forks; its output goes to ``<log_dir>/<role>.log``, after its command line
+(secrets redacted).
+
+With ``api_key``, every server requires that key (it is passed in the server's environment as
+``VLLM_API_KEY``, never on its command line). A server with ``VLLM_SERVER_DEV_MODE=1`` on a
+non-loopback ``host`` and no key is refused (see :mod:`.secrets`).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from ..errors import PortInUseError, ServeError, ServerDiedError
 from .catalog import CATALOG
 from .fetch import cache_root, fetch, model_dir
 from .profiles import Profile, Role, ServerSpec
+from .secrets import SERVER_KEY_ENV, check_exposure, redact_args
 
 _MODEL_REF = re.compile(r"\{model:([^}]+)\}")
 
@@ -79,8 +85,11 @@ def server_command(spec: ServerSpec, device: str, *, fetch_missing: bool = True)
     return ["vllm", "serve", model, *common]
 
 
-def server_env(spec: ServerSpec, device: str) -> dict[str, str]:
-    """Environment of a server process: ours, plus the profile's, plus offline defaults on CPU."""
+def server_env(spec: ServerSpec, device: str, *, api_key: str | None = None) -> dict[str, str]:
+    """Environment of a server process: ours, plus the profile's, plus offline defaults on CPU.
+
+    ``api_key`` becomes ``VLLM_API_KEY`` (over any inherited one): vLLM requires it on ``/v1``.
+    """
     env = dict(os.environ)
     if device == "cpu":
         env.setdefault("HF_HUB_OFFLINE", "1")
@@ -93,6 +102,8 @@ def server_env(spec: ServerSpec, device: str) -> dict[str, str]:
         # 300 s and kill the engine; a slow step is better than a dead server.
         env.setdefault("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "1800")
     env.update(dict(spec.env))
+    if api_key:
+        env[SERVER_KEY_ENV] = api_key
     return env
 
 
@@ -132,13 +143,21 @@ class Launcher:
         log_dir: Path | None = None,
         startup_timeout: float = 1800.0,
         echo: bool = False,
+        api_key: str | None = None,
     ) -> None:
         self.profile = profile
         self.roles = roles
         self.log_dir = log_dir or cache_root() / "logs" / profile.name
         self.startup_timeout = startup_timeout
         self.echo = echo
+        self._api_key = api_key or None
+        self._warned: set[str] = set()
         self._running: list[_Running] = []
+
+    @property
+    def api_key(self) -> str | None:
+        """The key the servers require when one was given (clients send the same)."""
+        return self._api_key
 
     @property
     def urls(self) -> dict[str, str]:
@@ -149,9 +168,28 @@ class Launcher:
         """Where the log of the ``role`` server is written."""
         return self.log_dir / f"{role}.log"
 
+    def check_exposure(self, specs: Iterable[ServerSpec] | None = None) -> list[dict[str, str]]:
+        """The environments of the servers, after refusing an unsafe one (:class:`ConfigError`).
+
+        A dev-mode server on a non-loopback host without a key is refused; a non-loopback
+        server with a key gets a warning on stderr, once (the key guards only vLLM's ``/v1``).
+        """
+        if specs is None:
+            specs = [s for s in self.profile.servers() if s.role in self.roles]
+        envs = []
+        for spec in specs:
+            env = server_env(spec, self.profile.device, api_key=self._api_key)
+            warning = check_exposure(spec.role, spec.host, env, spec.args)
+            if warning and warning not in self._warned:
+                self._warned.add(warning)
+                print(warning, file=sys.stderr, flush=True)
+            envs.append(env)
+        return envs
+
     def start(self) -> Launcher:
         """Start the servers and block until each answers ``/health``."""
         specs = [s for s in self.profile.servers() if s.role in self.roles]
+        envs = self.check_exposure(specs)
         if self.profile.device == "gpu" and shutil.which("vllm") is None:
             raise ServeError("GPU profiles need the `vllm` command: pip install "
                              "'langchain-specreason[gpu]'")
@@ -167,14 +205,14 @@ class Launcher:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         atexit.register(self.stop)
         try:
-            for spec, cmd in zip(specs, commands, strict=True):
+            for spec, cmd, env in zip(specs, commands, envs, strict=True):
                 log_path = self.log_path(spec.role)
                 log_file = log_path.open("wb")
-                log_file.write(("$ " + " ".join(cmd) + "\n").encode())
+                log_file.write(("$ " + " ".join(redact_args(cmd)) + "\n").encode())
                 log_file.flush()
                 proc = subprocess.Popen(
                     cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    env=server_env(spec, self.profile.device), start_new_session=True,
+                    env=env, start_new_session=True,
                 )
                 self._running.append(_Running(spec, proc, log_path, log_file))
             self._wait_healthy()

@@ -22,6 +22,10 @@ An optional ``[router]`` section describes the Arbitrage router server (a classi
 with ``--runner pooling``); it starts only when asked for (``specreason serve --with-router``,
 or a benchmark with the ``arbitrage`` mode). Its model ``router:NAME`` is the folder that
 ``specreason arbitrage train`` writes by default (``<cache>/routers/NAME``).
+
+API keys are not part of a profile (its args and env are recorded in ``meta.json``): give one
+to the launcher (``specreason serve --api-key``, or ``VLLM_API_KEY`` in the environment), which
+hands it to every server of every profile through the server's environment.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import ConfigError, ServeError
+from .secrets import redact_args, redact_env
 
 Role = Literal["draft", "base", "router"]
 
@@ -51,6 +56,12 @@ class ServerSpec:
     """Extra vLLM flags (same as ``vllm serve``)."""
     env: tuple[tuple[str, str], ...] = ()
     """Extra environment variables for the server process."""
+
+    def __repr__(self) -> str:  # secrets in args or env never show in a traceback or a log
+        return (f"ServerSpec(role={self.role!r}, model={self.model!r}, "
+                f"served_name={self.served_name!r}, port={self.port!r}, host={self.host!r}, "
+                f"args={tuple(redact_args(self.args))!r}, "
+                f"env={tuple(redact_env(dict(self.env)).items())!r})")
 
     @property
     def url(self) -> str:

@@ -47,7 +47,7 @@ from .modes import (
 from .report import write_report
 from .results import RESULTS, RUNS, JsonlAppender, ResultKey, done_keys, read_records
 from .runner import BENCH_DEFAULTS, GENERATION_FIELDS, BenchSettings, Sinks, run_group
-from .servers import ServerSource
+from .servers import ServerSource, add_api_key_flag, api_key_of
 
 
 def add_parser(subparsers: Any) -> None:
@@ -73,6 +73,7 @@ def add_parser(subparsers: Any) -> None:
     servers.add_argument("--router-model",
                          help="or run this router folder in-process (no server; for machines "
                               "without the memory for a third vLLM server)")
+    add_api_key_flag(servers)
     servers.add_argument("--family", help="prompt family (default: the profile's)")
     data = p.add_argument_group("problems")
     data.add_argument("--dataset", default="gsm8k",
@@ -158,7 +159,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
                            parse_logprob_thresholds(args.logprob_threshold),
                            args.first_n_base_steps)
     source = ServerSource(args.profile, args.draft_url, args.base_url, args.sd_base_url,
-                          args.router_url, args.router_model)
+                          args.router_url, args.router_model, api_key=api_key_of(args))
     groups = group_by_variant(all_runs)
     source.check([variant for variant, _ in groups],
                  router=any(run.mode in ROUTER_MODES for run in all_runs))

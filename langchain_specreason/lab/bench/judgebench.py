@@ -46,7 +46,13 @@ from .meta import MetaFile
 from .modes import parse_choices
 from .prompts import build_prompt
 from .results import JsonlAppender, read_records
-from .servers import ServerPair, ServerSource, reset_prefix_cache
+from .servers import (
+    ServerPair,
+    ServerSource,
+    add_api_key_flag,
+    api_key_of,
+    reset_prefix_cache,
+)
 
 RESULTS = "results.jsonl"
 MEASURES: dict[str, str] = {
@@ -66,6 +72,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--profile", default="cpu", help="serve profile started (default: cpu)")
     p.add_argument("--draft-url", help="use this running draft server instead")
     p.add_argument("--base-url", help="use this running base server instead")
+    add_api_key_flag(p)
     p.add_argument("--family", help="prompt family (default: the profile's)")
     p.add_argument("--limit", type=int, default=100, help="GSM8K train problems (default 100)")
     p.add_argument("--seed", type=int, default=0, help="which step is judged, corruptions")
@@ -89,8 +96,10 @@ def conversation(example: JudgeExample) -> list[dict[str, Any]]:
 class Measures:
     """The judge calls of each measure over one draft and one base endpoint."""
 
-    def __init__(self, draft: OpenAIEndpoint, base: OpenAIEndpoint, fmt: PromptFormat):
+    def __init__(self, draft: OpenAIEndpoint, base: OpenAIEndpoint, fmt: PromptFormat, *,
+                 api_key: str | None = None):
         self.draft, self.base, self.fmt = draft, base, fmt
+        self._api_key = api_key
         self.likelihood = LikelihoodScorer(base, fmt, how="mean")
         self.confidence = LikelihoodScorer(draft, fmt, how="mean")
         self.score = BaseModelScorer(base, fmt, method="greedy", top_logprobs=10)
@@ -106,7 +115,7 @@ class Measures:
         endpoint = self.endpoint(measure)
         if endpoint is None:
             return
-        await reset_prefix_cache(endpoint.base_url)
+        await reset_prefix_cache(endpoint.base_url, api_key=self._api_key)
         messages, cont = continue_messages(conversation(example), self.fmt, example.steps)
         ids = await endpoint.tokenize(messages, continue_final=cont)
         await endpoint.prompt_logprobs(ids, read_cache=False)
@@ -152,7 +161,8 @@ async def run_judges(args: argparse.Namespace) -> int:
     measures = parse_measures(args.measures)
     if args.limit is None or args.limit <= 0:
         raise ConfigError(f"--limit must be a positive integer, got {args.limit}")
-    source = ServerSource(args.profile, args.draft_url, args.base_url)
+    source = ServerSource(args.profile, args.draft_url, args.base_url,
+                          api_key=api_key_of(args))
     family = args.family or load_profile(args.profile).family
     fmt = get_format(family)
     examples, skipped = load_judge_examples(args.limit, seed=args.seed)
@@ -179,9 +189,10 @@ async def run_judges(args: argparse.Namespace) -> int:
 
 async def _run(todo: list[tuple[str, JudgeExample]], pair: ServerPair | None,
                fmt: PromptFormat, out: Path, *, progress: bool) -> None:
+    key = pair.api_key if pair else None
     draft, base = endpoint_pair(pair.draft_url if pair else "http://unused/v1",
-                                pair.base_url if pair else "http://unused/v1")
-    measures = Measures(draft, base, fmt)
+                                pair.base_url if pair else "http://unused/v1", api_key=key)
+    measures = Measures(draft, base, fmt, api_key=key)
     warmed: set[tuple[str, str]] = set()
     with (JsonlAppender(out / RESULTS) as results,
           tqdm(total=len(todo), desc="bench judges", unit="call", disable=not progress,

