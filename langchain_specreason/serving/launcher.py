@@ -39,7 +39,7 @@ from ..errors import PortInUseError, ServeError, ServerDiedError
 from .catalog import CATALOG
 from .fetch import cache_root, fetch, model_dir
 from .profiles import Profile, Role, ServerSpec
-from .secrets import SERVER_KEY_ENV, check_exposure, redact_args
+from .secrets import DEV_MODE_ENV, SERVER_KEY_ENV, check_exposure, redact_args
 
 _MODEL_REF = re.compile(r"\{model:([^}]+)\}")
 
@@ -171,8 +171,10 @@ class Launcher:
     def check_exposure(self, specs: Iterable[ServerSpec] | None = None) -> list[dict[str, str]]:
         """The environments of the servers, after refusing an unsafe one (:class:`ConfigError`).
 
-        A dev-mode server on a non-loopback host without a key is refused; a non-loopback
-        server with a key gets a warning on stderr, once (the key guards only vLLM's ``/v1``).
+        A dev-mode server on a non-loopback host without a key is refused; with a key it starts
+        with dev mode off (vLLM's key does not guard the admin routes dev mode adds); a
+        non-loopback server with a key gets a warning on stderr, once (the key guards only
+        vLLM's ``/v1``).
         """
         if specs is None:
             specs = [s for s in self.profile.servers() if s.role in self.roles]
@@ -180,6 +182,9 @@ class Launcher:
         for spec in specs:
             env = server_env(spec, self.profile.device, api_key=self._api_key)
             warning = check_exposure(spec.role, spec.host, env, spec.args)
+            if warning and env.pop(DEV_MODE_ENV, None) is not None:
+                warning += (f"; {DEV_MODE_ENV} is off for it (its admin routes would be open "
+                            "to anyone: /reset_prefix_cache is not served)")
             if warning and warning not in self._warned:
                 self._warned.add(warning)
                 print(warning, file=sys.stderr, flush=True)

@@ -67,6 +67,9 @@ def test_an_exposed_dev_mode_server_with_a_key_is_accepted_with_a_warning(monkey
     assert launcher.api_key == KEY
     err = capsys.readouterr().err
     assert "guards vLLM's /v1 routes only" in err and KEY not in err
+    # the key does not guard dev mode's admin routes: exposed, the servers run without them
+    assert "VLLM_SERVER_DEV_MODE is off for it" in err
+    assert all("VLLM_SERVER_DEV_MODE" not in env for env in launcher.check_exposure())
     assert err.count("warning: the draft server") == 1
     monkeypatch.setenv("VLLM_API_KEY", KEY)  # the variable serves as well as the flag
     assert serve_launcher(serve_args("--host", "0.0.0.0")).api_key == KEY
