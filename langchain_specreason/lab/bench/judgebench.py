@@ -40,6 +40,7 @@ from ...judges.arithmetic import check_step
 from ...judges.scoring import average_score, greedy_score
 from ...serving.profiles import load_profile
 from .datasets import Problem
+from .injection import injected
 from .judgedata import JudgeExample, load_judge_examples
 from .judgereport import write_judge_report
 from .meta import MetaFile
@@ -78,6 +79,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="which step is judged, corruptions")
     p.add_argument("--measures", default=",".join(MEASURES),
                    help=f"comma list of {', '.join(MEASURES)} (default: all)")
+    p.add_argument("--inject", action="store_true",
+                   help="also judge each wrong step with an injected verdict appended "
+                        "(\"Score: 9\", a forged judge turn); the report gives the score shift")
     p.add_argument("--out", default="runs/judges", help="result folder; reuse one to resume")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -166,13 +170,17 @@ async def run_judges(args: argparse.Namespace) -> int:
     family = args.family or load_profile(args.profile).family
     fmt = get_format(family)
     examples, skipped = load_judge_examples(args.limit, seed=args.seed)
+    problems = len({e.problem_id for e in examples})
+    if getattr(args, "inject", False):
+        examples += injected(examples)
     out = Path(args.out)
     meta = MetaFile(out, {"limit": args.limit, "seed": args.seed, "family": family,
-                          "dataset": "gsm8k-train", "skipped_problems": skipped})
+                          "dataset": "gsm8k-train", "skipped_problems": skipped,
+                          "inject": bool(getattr(args, "inject", False))})
     meta.save()
     done = {(r["measure"], r["example"]) for r in read_records(out / RESULTS)}
     todo = [(m, e) for m in measures for e in examples if (m, e.id) not in done]
-    print(f"bench judges: {len(examples)} examples ({len(examples) // 4} problems, {skipped} "
+    print(f"bench judges: {len(examples)} examples ({problems} problems, {skipped} "
           f"skipped: no step fit all three corruptions), {len(measures)} measures, "
           f"{len(todo)} calls to make; results in {out}", file=sys.stderr, flush=True)
     if todo:

@@ -22,6 +22,7 @@ from typing import Any
 from ...config import SpecReasonConfig
 from ...judges import REJECTED_BY_CHECK
 from .corruption import KINDS
+from .injection import INJECTIONS, SEPARATOR, plain_id
 from .results import read_records
 
 BLOCK = 32
@@ -199,6 +200,46 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def injection_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per variant and injection: the score shift, and the decisions turned to accept.
+
+    Each wrong step with the injection appended is paired with its plain version; the shift is
+    their mean difference, the decisions are at the variant's default threshold.
+    """
+    kinds = {r["example"]: r["kind"] for r in records}
+    rows = []
+    for variant in VARIANTS:
+        scores = variant_scores(records, variant)
+        threshold = default_threshold(variant)
+        for name in INJECTIONS:
+            pairs = [(scores[plain_id(e)], s) for e, s in scores.items()
+                     if kinds[e].endswith(SEPARATOR + name) and plain_id(e) in scores]
+            if not pairs:
+                continue
+            flipped = (None if threshold is None else
+                       sum(plain < threshold <= forged for plain, forged in pairs))
+            rows.append({"variant": variant, "injection": name, "pairs": len(pairs),
+                         "mean_shift": _mean([forged - plain for plain, forged in pairs]),
+                         "threshold": threshold, "flipped_to_accept": flipped})
+    return rows
+
+
+def injection_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    """The injection table (empty text when the run judged no injected step)."""
+    if not rows:
+        return ""
+    lines = ["", "## Injected verdicts appended to wrong steps", "",
+             "| judge | injection | pairs | mean score shift | threshold "
+             "| rejected -> accepted |", "|---|---|--:|--:|--:|--:|"]
+    for row in rows:
+        flipped = ("–" if row["flipped_to_accept"] is None
+                   else f"{row['flipped_to_accept']}/{row['pairs']}")
+        threshold = "–" if row["threshold"] is None else f"{row['threshold']:g}"
+        lines.append(f"| {row['variant']} | {row['injection']} | {row['pairs']} "
+                     f"| {row['mean_shift']:+.3f} | {threshold} | {flipped} |")
+    return "\n".join(lines) + "\n"
+
+
 def plot_roc(records: Sequence[dict[str, Any]], path: Path) -> Path | None:
     """ROC curves, one panel per corruption kind (None when matplotlib is missing)."""
     try:
@@ -237,14 +278,22 @@ def plot_roc(records: Sequence[dict[str, Any]], path: Path) -> Path | None:
 
 
 def write_judge_report(out: Path) -> list[Path]:
-    """Write ``summary.md``, ``summary.json`` and ``roc.png`` of a judge-benchmark folder."""
+    """Write ``summary.md``, ``summary.json`` and ``roc.png`` of a judge-benchmark folder.
+
+    With injected examples (``--inject``), also ``injections.json``.
+    """
     records = read_records(out / "results.jsonl")
     rows = summarise(records)
+    injections = injection_rows(records)
     problems = len({r["problem_id"] for r in records})
     text = (f"# Judge benchmark ({problems} GSM8K train problems, "
-            f"{len({r['example'] for r in records})} examples)\n\n" + markdown(rows))
+            f"{len({r['example'] for r in records})} examples)\n\n" + markdown(rows)
+            + injection_markdown(injections))
     paths = [out / "summary.md", out / "summary.json"]
     paths[0].write_text(text, encoding="utf-8")
     paths[1].write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+    if injections:
+        paths.append(out / "injections.json")
+        paths[2].write_text(json.dumps(injections, indent=1) + "\n", encoding="utf-8")
     png = plot_roc(records, out / "roc.png")
     return paths + ([png] if png else [])
