@@ -6,6 +6,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from operator import itemgetter
 from typing import Any, Literal, TypeVar, cast
 
 from langchain_core.callbacks import (
@@ -18,13 +19,25 @@ from langchain_core.language_models.chat_models import BaseChatModel, LangSmithP
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, RemoveMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.messages.tool import tool_call_chunk
+from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser
+from langchain_core.output_parsers.openai_tools import (
+    JsonOutputKeyToolsParser,
+    PydanticToolsParser,
+)
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
+from langchain_core.runnables import (
+    Runnable,
+    RunnableConfig,
+    RunnableMap,
+    RunnablePassthrough,
+    ensure_config,
+)
 from langchain_core.tools import BaseTool
 from langchain_core.utils import from_env, secret_from_env
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_core.utils.pydantic import is_basemodel_subclass
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
-from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, SkipValidation
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, SkipValidation
 
 from .config import DEFAULT_JUDGE, SpecReasonConfig
 from .endpoint import Endpoint, OpenAIEndpoint, endpoint_pair
@@ -298,15 +311,86 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
         *,
         tool_choice: str | dict[str, Any] | None = None,
+        strict: bool | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Bind tools; the base model may call them in the answer phase."""
-        formatted = [convert_to_openai_tool(t) for t in tools]
+        """Bind tools; the base model may call them in the answer phase.
+
+        ``strict`` marks each tool's schema strict, as ``ChatOpenAI`` does (vLLM decodes a
+        forced call under the schema whether strict or not).
+        """
+        formatted = [convert_to_openai_tool(t, strict=strict) for t in tools]
         if tool_choice == "any":
             tool_choice = "required"
         elif isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "required"):
             tool_choice = {"type": "function", "function": {"name": tool_choice}}
         return super().bind(tools=formatted, tool_choice=tool_choice, **kwargs)
+
+    def with_structured_output(
+        self,
+        schema: dict[str, Any] | type | None = None,
+        *,
+        method: Literal["function_calling", "json_mode", "json_schema"] = "json_schema",
+        include_raw: bool = False,
+        strict: bool | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
+        """The answer as ``schema`` (a Pydantic class, a TypedDict, a JSON schema).
+
+        As with ``ChatOpenAI``. The reasoning runs as usual; then the base model writes the answer:
+
+        * ``json_schema`` (default, as ``ChatOpenAI``): under the server's JSON-schema grammar
+          (``response_format={"type": "json_schema", ...}``; ``strict`` is sent with it);
+        * ``json_mode``: as any JSON object (``{"type": "json_object"}``); say the keys in the
+          prompt;
+        * ``function_calling``: as a forced call of a tool named after the schema.
+
+        With ``json_schema`` and ``json_mode`` the message's content is only the JSON and the
+        trace is in ``additional_kwargs["reasoning_content"]`` (for both families).
+        ``include_raw=True`` returns ``{"raw", "parsed", "parsing_error"}``.
+        """
+        if schema is None:
+            raise ConfigError("with_structured_output needs a schema")
+        if method == "json_mode" and strict is not None:
+            raise ConfigError("strict goes with method='json_schema' or 'function_calling', "
+                              "not 'json_mode'")
+        pydantic = isinstance(schema, type) and is_basemodel_subclass(schema)
+        parser: Runnable[Any, Any]
+        if method == "function_calling":
+            name = convert_to_openai_tool(schema)["function"]["name"]
+            llm = self.bind_tools(
+                [schema], tool_choice=name, strict=strict, parallel_tool_calls=False,
+                ls_structured_output_format={
+                    "kwargs": {"method": method, "strict": strict}, "schema": schema},
+                **kwargs)
+            parser = (PydanticToolsParser(tools=[cast(type[BaseModel], schema)],
+                                          first_tool_only=True) if pydantic
+                      else JsonOutputKeyToolsParser(key_name=name, first_tool_only=True))
+        elif method in ("json_schema", "json_mode"):
+            if method == "json_schema":
+                response_format = _response_format(schema, strict=strict)
+                ls_format = {"kwargs": {"method": method, "strict": strict}, "schema": schema}
+            else:
+                response_format = {"type": "json_object"}
+                ls_format = {"kwargs": {"method": method}, "schema": schema}
+            if kwargs.get("tools"):  # a call to a tool, or the JSON answer
+                llm = self.bind_tools(kwargs.pop("tools"), response_format=response_format,
+                                      ls_structured_output_format=ls_format, **kwargs)
+            else:
+                llm = self.bind(response_format=response_format,
+                                ls_structured_output_format=ls_format, **kwargs)
+            parser = (PydanticOutputParser(pydantic_object=cast(type[BaseModel], schema))
+                      if pydantic else JsonOutputParser())
+        else:
+            raise ConfigError(f"method must be 'json_schema', 'json_mode' or "
+                              f"'function_calling', got {method!r}")
+        if not include_raw:
+            return llm | parser
+        parsed = RunnablePassthrough.assign(
+            parsed=itemgetter("raw") | parser, parsing_error=lambda _: None)
+        fallback = RunnablePassthrough.assign(parsed=lambda _: None)
+        return RunnableMap(raw=llm) | parsed.with_fallbacks(
+            [fallback], exception_key="parsing_error")
 
     # -- token counting -------------------------------------------------------------------
     def _server_count(self, count: Callable[[OpenAIEndpoint], Coroutine[Any, Any, int]]
@@ -346,6 +430,8 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         if kwargs.get("tools"):
             options["tools"] = kwargs["tools"]
             options["tool_choice"] = kwargs.get("tool_choice")
+        if kwargs.get("response_format"):
+            options["response_format"] = _response_format(kwargs["response_format"])
         stop = kwargs.get("stop") or self.stop
         if stop:
             options["stop"] = stop
@@ -378,7 +464,9 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         ``answer``, when given, receives the graph's final message (its tool calls parsed
         whole, as a non-streaming call reports them).
         """
-        think = get_format(self.family).thinking_end is not None
+        # the trace is reasoning for a think model, and for any model asked for JSON
+        think = (get_format(self.family).thinking_end is not None
+                 or bool(kwargs.get("response_format")))
         if stop:
             kwargs = {**kwargs, "stop": stop}
         start = time.perf_counter()
@@ -573,6 +661,29 @@ def _same_turns(saved: Sequence[BaseMessage], messages: Sequence[BaseMessage]) -
 
 async def _count_text(base: OpenAIEndpoint, text: str) -> int:
     return len(await base.tokenize_text(text))
+
+
+def _response_format(schema: dict[str, Any] | type, *, strict: bool | None = None
+                     ) -> dict[str, Any]:
+    """An OpenAI ``response_format`` from a schema, as ``ChatOpenAI`` builds it.
+
+    A ready ``{"type": "json_schema" | "json_object", ...}`` is kept; ``{"name", "schema"}``
+    is wrapped; a Pydantic class, TypedDict or JSON schema becomes a named JSON schema.
+    """
+    if isinstance(schema, dict) and schema.get("type") in ("json_schema", "json_object") and (
+            schema["type"] == "json_object" or "json_schema" in schema):
+        response_format = dict(schema)
+    elif isinstance(schema, dict) and "name" in schema and "schema" in schema:
+        response_format = {"type": "json_schema", "json_schema": schema}
+    else:
+        if strict is None and isinstance(schema, dict) and isinstance(schema.get("strict"), bool):
+            strict = schema["strict"]
+        function = convert_to_openai_tool(schema, strict=strict)["function"]
+        function["schema"] = function.pop("parameters")
+        response_format = {"type": "json_schema", "json_schema": function}
+    if strict is not None and response_format["type"] == "json_schema":
+        response_format["json_schema"] = {**response_format["json_schema"], "strict": strict}
+    return response_format
 
 
 def _json(args: Any) -> str:

@@ -112,7 +112,7 @@ class PendingStep(TypedDict):
 class AnswerOptions(TypedDict, total=False):
     """How the answer call is made (the steps ignore them).
 
-    LangChain's ``bind_tools`` and ``stop`` arrive here.
+    LangChain's ``bind_tools``, ``with_structured_output`` and ``stop`` arrive here.
     """
 
     tools: list[dict[str, Any]]
@@ -120,6 +120,9 @@ class AnswerOptions(TypedDict, total=False):
     tool_choice: str | dict[str, Any] | None
     stop: list[str] | None
     """Stop sequences of the answer."""
+    response_format: dict[str, Any]
+    """OpenAI ``response_format`` of the answer (``json_schema`` or ``json_object``): the
+    answer is then only the JSON, and the trace is reasoning even for the instruct family."""
 
 
 class _Conversation(TypedDict):

@@ -296,6 +296,8 @@ class OpenAIEndpoint:
             kwargs["tools"] = request.tools
             if request.tool_choice is not None:
                 kwargs["tool_choice"] = request.tool_choice
+        if request.response_format:
+            kwargs["response_format"] = request.response_format
         return kwargs
 
     async def complete(self, request: ChatRequest) -> Completion:

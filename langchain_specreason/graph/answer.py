@@ -23,9 +23,12 @@ async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
                  ) -> dict[str, Any]:
     """Write the answer after the trace (base model, or the draft with ``answer_by="draft"``).
 
-    An instruct reply that ended by itself is already complete, unless tools may be called;
-    otherwise the reply is continued (instruct) or the answer follows the thinking (think).
-    The ``answer_options`` of the state (tools, tool choice, stop) apply to this call only.
+    An instruct reply that ended by itself is already complete, unless tools may be called
+    or a ``response_format`` asks for JSON; otherwise the reply is continued (instruct) or
+    the answer follows the thinking (think). The ``answer_options`` of the state (tools, tool
+    choice, stop, response format) apply to this call only. With a ``response_format`` the
+    answer is only what this call wrote (the JSON), and the trace is ``reasoning_content``
+    for the instruct family too.
     """
     cfg, fmt = parts.config, parts.fmt
     steps = step_texts(state)
@@ -35,7 +38,9 @@ async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
     final = Completion(text="", finish_reason="stop")
     text = ""
     tools = options.get("tools")
-    if fmt.thinking_end is not None or state.get("stop") != "end" or tools:
+    response_format = options.get("response_format")
+    structured = bool(response_format)
+    if fmt.thinking_end is not None or state.get("stop") != "end" or tools or structured:
         if fmt.thinking_end is None:  # continue the instruct reply (cut, or tool turn)
             messages, cont = continue_messages(conversation, fmt, steps)
         else:
@@ -48,6 +53,7 @@ async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
             messages=messages, max_tokens=answer_room(cfg, state), continue_final=cont,
             temperature=cfg.temperature, top_p=cfg.top_p, seed=cfg.seed,
             stop=options.get("stop"), tools=tools, tool_choice=options.get("tool_choice"),
+            response_format=response_format,
         )
         writer = get_stream_writer()
         pieces: list[str] = []
@@ -70,9 +76,10 @@ async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
             lambda d: {**completion_outputs(d), "text": "".join(pieces),
                        "tool_calls": d.tool_calls})
         text = "".join(pieces)
-    full = trace + text if fmt.thinking_end is None else text
+    reasoning = fmt.thinking_end is not None or structured  # the trace apart from the reply
+    full = text if reasoning else trace + text
     kwargs: dict[str, Any] = {}
-    if fmt.thinking_end is not None and trace.strip():
+    if reasoning and trace.strip():
         kwargs["reasoning_content"] = "".join(steps)
     calls = [_tool_call(tc) for tc in final.tool_calls]
     message = AIMessage(

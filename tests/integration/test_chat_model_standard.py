@@ -36,7 +36,7 @@ class TestChatSpecReasonIntegration(ChatModelIntegrationTests):
 
     @property
     def supports_json_mode(self) -> bool:
-        return False
+        return True  # response_format={"type": "json_object"} on the base server
 
     @pytest.mark.xfail(reason=(
         "cpu-test's base, Qwen2.5-Coder-0.5B, writes tool calls as bare JSON without the "
