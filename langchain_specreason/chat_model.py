@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
@@ -33,14 +35,24 @@ from langchain_core.runnables import (
     ensure_config,
 )
 from langchain_core.tools import BaseTool
-from langchain_core.utils import from_env, secret_from_env
+from langchain_core.utils import from_env, get_pydantic_field_names, secret_from_env
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_core.utils.pydantic import is_basemodel_subclass
+from langchain_core.utils.utils import _build_model_kwargs
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, SkipValidation
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    SkipValidation,
+    model_validator,
+)
 
 from .config import DEFAULT_JUDGE, SpecReasonConfig
-from .endpoint import Endpoint, OpenAIEndpoint, endpoint_pair
+from .endpoint import ChatRequest, Completion, Endpoint, OpenAIEndpoint, endpoint_pair
+from .endpoint.server import check_extra_body
 from .errors import ConfigError, DeadlineError, EndpointError
 from .events import Event
 from .formats import get_format, to_openai_messages
@@ -211,6 +223,28 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     wait their turn (``abatch`` of many prompts)."""
     streaming: bool = False
     """Stream by default in ``invoke`` (kept for compatibility; ``stream()`` always streams)."""
+    stream_usage: bool = True
+    """Whether a stream's last chunk carries ``usage_metadata`` (as ``ChatOpenAI``'s default);
+    also per call (``stream(..., stream_usage=False)``). ``invoke`` always reports usage."""
+    model_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """More request fields for every chat-completions call to both servers (steps, the
+    judge's readings, the answer), as ``ChatOpenAI``'s: a keyword argument that is not a field
+    lands here, with a warning. Fields SpecReason sets per call (``temperature``,
+    ``max_tokens``, ``tools``, ...) are refused with a :class:`~.errors.ConfigError`."""
+    extra_body: dict[str, Any] | None = None
+    """Request fields for vLLM (``repetition_penalty``, ``chat_template_kwargs``, ``min_p``,
+    ...), sent with every chat-completions call to both servers, after ``model_kwargs``; also
+    per call (``invoke(..., extra_body={...})``, on top of these)."""
+    default_headers: dict[str, str] | None = None
+    """Headers sent with every request to both servers."""
+    http_client: Any = Field(default=None, exclude=True)
+    """An ``httpx2.AsyncClient`` for the sync API's requests (``invoke``, ``stream``: they run
+    on async code, on a private event-loop thread). A client's pool serves one event loop:
+    see :class:`~.endpoint.OpenAIEndpoint`."""
+    http_async_client: Any = Field(default=None, exclude=True)
+    """An ``httpx2.AsyncClient`` for the async API's requests (``ainvoke``, ``astream``), on
+    the loop that first uses it; used from another loop it raises
+    :class:`~.errors.ConfigError`."""
 
     draft_endpoint: SkipValidation[Endpoint | None] = Field(default=None, exclude=True)
     """The draft server as an :class:`~.endpoint.Endpoint` (a pool of replicas, a client with
@@ -226,13 +260,24 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     ``config={"metadata": {"thread_id": "t1"}}``) checkpoints every step, and the same call
     repeated after a crash resumes where it stopped instead of starting over."""
 
-    _graphs: dict[SpecReasonConfig, SpecReasonGraph] = PrivateAttr(default_factory=dict)
+    _graphs: dict[tuple[SpecReasonConfig, str], SpecReasonGraph] = PrivateAttr(
+        default_factory=dict)
     _endpoints: dict[str, Endpoint] = PrivateAttr(default_factory=dict)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)  # SpecReasonConfig's: a bad knob is a ConfigError
         self.spec_config()  # max_tokens, the one knob checked outside the fields
         get_format(self.family)
+        check_extra_body(self.model_kwargs, "model_kwargs")
+        check_extra_body(self.extra_body)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _build_extra(cls, values: dict[str, Any]) -> Any:
+        """Unknown keyword arguments go to ``model_kwargs`` with a warning, as ChatOpenAI's."""
+        if isinstance(values, dict):
+            values = _build_model_kwargs(values, get_pydantic_field_names(cls))
+        return values
 
     # -- wiring ---------------------------------------------------------------------------
     def spec_config(self, **overrides: Any) -> SpecReasonConfig:
@@ -263,7 +308,10 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
                 draft_model=self.draft_model, base_model=self.base_model,
                 timeout=self.timeout or 600.0, judge_timeout=self.judge_timeout,
                 connect_timeout=self.connect_timeout, max_retries=self.max_retries,
-                max_concurrency=self.max_concurrency)
+                max_concurrency=self.max_concurrency,
+                extra_body={**self.model_kwargs, **(self.extra_body or {})},
+                default_headers=self.default_headers, http_client=self.http_client,
+                http_async_client=self.http_async_client)
             self._endpoints = {"draft": self.draft_endpoint or draft,
                                "base": self.base_endpoint or base}
         return self._endpoints[role]
@@ -273,14 +321,22 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         """The compiled SpecReason graph this model runs (with its own settings)."""
         return self._graph_for(self.spec_config())
 
-    def _graph_for(self, config: SpecReasonConfig) -> SpecReasonGraph:
-        """The graph of ``config``, built once per distinct config (a call's overrides)."""
-        if config not in self._graphs:
-            self._graphs[config] = create_specreason_graph(
-                self.endpoint("draft"), self.endpoint("base"), config=config,
-                judge=self.custom_judge, family=self.family, checkpointer=self.checkpointer,
-                name="specreason")
-        return self._graphs[config]
+    def _graph_for(self, config: SpecReasonConfig,
+                   extra_body: dict[str, Any] | None = None) -> SpecReasonGraph:
+        """The graph of ``config`` and a call's ``extra_body``, built once per distinct pair.
+
+        With an ``extra_body`` the graph's endpoints add it to each chat request.
+        """
+        extra = check_extra_body(extra_body)
+        key = (config, json.dumps(extra, sort_keys=True, default=str))
+        if key not in self._graphs:
+            draft, base = self.endpoint("draft"), self.endpoint("base")
+            if extra:
+                draft, base = _WithExtraBody(draft, extra), _WithExtraBody(base, extra)
+            self._graphs[key] = create_specreason_graph(
+                draft, base, config=config, judge=self.custom_judge, family=self.family,
+                checkpointer=self.checkpointer, name="specreason")
+        return self._graphs[key]
 
     @property
     def _llm_type(self) -> str:
@@ -462,7 +518,8 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         """Run the graph and turn its events into chunks; the last chunk carries metadata.
 
         ``answer``, when given, receives the graph's final message (its tool calls parsed
-        whole, as a non-streaming call reports them).
+        whole, as a non-streaming call reports them); without it this is a stream, whose
+        usage follows ``stream_usage``.
         """
         # the trace is reasoning for a think model, and for any model asked for JSON
         think = (get_format(self.family).thinking_end is not None
@@ -472,7 +529,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         start = time.perf_counter()
         state: dict[str, Any] = {}
         config = self._run_config(run_manager)
-        graph = self._graph_for(self.spec_config(**kwargs))
+        graph = self._graph_for(self.spec_config(**kwargs), kwargs.get("extra_body"))
         turns: list[BaseMessage | RemoveMessage] = list(messages)
         resume = False
         if self.checkpointer is not None:
@@ -514,7 +571,8 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             content="", tool_call_chunks=[
                 tool_call_chunk(name=name, args=args, id=call_id, index=i)
                 for i, (name, args, call_id) in enumerate(calls)],
-            usage_metadata=self._usage(state, think),
+            usage_metadata=(self._usage(state, think) if answer is not None
+                            or kwargs.get("stream_usage", self.stream_usage) else None),
             response_metadata=self._metadata(state, wall, bool(calls)),
             chunk_position="last",
         ))
@@ -663,6 +721,31 @@ async def _count_text(base: OpenAIEndpoint, text: str) -> int:
     return len(await base.tokenize_text(text))
 
 
+class _WithExtraBody:
+    """An endpoint whose chat requests carry a call's ``extra_body`` too.
+
+    Every other attribute is the wrapped endpoint's (tokenizing, prompt logprobs, its window).
+    """
+
+    def __init__(self, inner: Endpoint, extra: dict[str, Any]) -> None:
+        self.inner = inner
+        self.extra = extra
+        self.name = inner.name
+
+    def _with(self, request: ChatRequest) -> ChatRequest:
+        return dataclasses.replace(request, extra_body={**(request.extra_body or {}),
+                                                        **self.extra})
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        return await self.inner.complete(self._with(request))
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[Completion]:
+        return self.inner.stream(self._with(request))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 def _response_format(schema: dict[str, Any] | type, *, strict: bool | None = None
                      ) -> dict[str, Any]:
     """An OpenAI ``response_format`` from a schema, as ``ChatOpenAI`` builds it.
@@ -687,8 +770,6 @@ def _response_format(schema: dict[str, Any] | type, *, strict: bool | None = Non
 
 
 def _json(args: Any) -> str:
-    import json
-
     return json.dumps(args)
 
 

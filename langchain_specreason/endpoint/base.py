@@ -34,6 +34,9 @@ class ChatRequest:
     response_format: dict[str, Any] | None = None
     """OpenAI ``response_format``: ``{"type": "json_schema", "json_schema": {...}}`` or
     ``{"type": "json_object"}`` (vLLM decodes the reply under that grammar)."""
+    extra_body: dict[str, Any] | None = None
+    """More request fields (vLLM's sampling options, ``chat_template_kwargs``), on top of the
+    endpoint's own ``extra_body``."""
 
 
 @dataclass

@@ -7,6 +7,11 @@ number of attempts; then an :class:`EndpointError` naming the endpoint is raised
 are not retried: a prompt that does not fit the context window becomes
 :class:`ContextLengthError`, anything else an :class:`EndpointError`.
 
+Requests carry the endpoint's ``extra_body`` (vLLM's sampling options, ``chat_template_kwargs``,
+...) and ``default_headers``. ``http_client`` / ``http_async_client`` are ``httpx2.AsyncClient``
+objects the openai SDK sends through; a client's connection pool belongs to one event loop, so
+each is bound to the first loop that uses it (see :class:`OpenAIEndpoint`).
+
 Three timeouts bound a call: ``connect_timeout`` to open a connection (a black-holed host
 fails fast), ``judge_timeout`` for a call that generates at most one token (a judge's reading,
 prompt logprobs, a classification, tokenizing, listing models), ``timeout`` for a generation.
@@ -19,7 +24,7 @@ import contextlib
 import email.utils
 import time
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import httpx2 as httpx  # the HTTP library of the openai SDK (>= 3)
@@ -34,12 +39,34 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
+import langchain_specreason.sync_bridge as sync_bridge  # its loop runs the sync API
+
 from ..errors import ConfigError, ContextLengthError, EndpointError
 from .base import ChatRequest, Classified, Completion, PromptLogprobs
 
 READ_PREFIX_CACHE_XARG = "specreason_read_prefix_cache"
 """The ``vllm_xargs`` key that lets a ``prompt_logprobs`` request read the prefix cache (the
 server-side half is :mod:`langchain_specreason.serving.vllm_plugin`)."""
+
+
+RESERVED_BODY_KEYS = frozenset({
+    "messages", "model", "stream", "stream_options", "n", "tools", "tool_choice",
+    "response_format", "max_tokens", "max_completion_tokens", "temperature", "top_p", "seed",
+    "stop", "logprobs", "top_logprobs", "prompt_logprobs", "continue_final_message",
+    "add_generation_prompt"})
+"""Request fields SpecReason sets on each call itself: not accepted in ``extra_body``."""
+
+
+def check_extra_body(extra: Mapping[str, Any] | None, what: str = "extra_body") -> dict[str, Any]:
+    """``extra`` as a dict, refusing the fields SpecReason sets per call (a typed error)."""
+    extra = dict(extra or {})
+    taken = sorted(RESERVED_BODY_KEYS.intersection(extra))
+    if taken:
+        raise ConfigError(
+            f"{what} may not set {', '.join(taken)}: SpecReason sets them on each call (steps, "
+            "judge, answer); use the fields / call arguments (temperature, max_tokens, seed, "
+            "stop, tools, with_structured_output) instead")
+    return extra
 
 
 _RETRY_STATUS = {408, 429}
@@ -103,11 +130,20 @@ def endpoint_pair(
     draft_api_key: SecretStr | str | None = None, draft_model: str | None = None,
     base_model: str | None = None, timeout: float = 600.0, judge_timeout: float = 60.0,
     connect_timeout: float = 10.0, max_retries: int = 2, max_concurrency: int | None = None,
+    extra_body: Mapping[str, Any] | None = None,
+    default_headers: Mapping[str, str] | None = None,
+    http_client: httpx.AsyncClient | None = None,
+    http_async_client: httpx.AsyncClient | None = None,
 ) -> tuple[OpenAIEndpoint, OpenAIEndpoint]:
-    """The draft and base endpoints of a server pair (the draft's key defaults to the base's)."""
+    """The draft and base endpoints of a server pair (the draft's key defaults to the base's).
+
+    ``extra_body``, ``default_headers`` and the HTTP clients go to both endpoints.
+    """
     limits: dict[str, Any] = {"timeout": timeout, "judge_timeout": judge_timeout,
                               "connect_timeout": connect_timeout, "max_retries": max_retries,
-                              "max_concurrency": max_concurrency}
+                              "max_concurrency": max_concurrency, "extra_body": extra_body,
+                              "default_headers": default_headers, "http_client": http_client,
+                              "http_async_client": http_async_client}
     draft = OpenAIEndpoint(draft_url, name="draft", model=draft_model,
                            api_key=draft_api_key or api_key, **limits)
     base = OpenAIEndpoint(base_url, name="base", model=base_model, api_key=api_key, **limits)
@@ -121,6 +157,20 @@ class OpenAIEndpoint:
 
         base = OpenAIEndpoint("http://127.0.0.1:8102/v1", name="base")
         done = await base.complete(ChatRequest([{"role": "user", "content": "2+2?"}], 8))
+
+    ``extra_body`` is merged into every chat-completions request (steps, the judge's
+    readings, the answer; a request's own ``extra_body`` wins) and its ``chat_template_kwargs``
+    into ``/tokenize``, so prompts render alike everywhere. ``default_headers`` go with every
+    request.
+
+    HTTP clients: the endpoint keeps one SDK client per event loop. ``http_async_client`` (an
+    ``httpx2.AsyncClient``, the openai SDK's HTTP library) is used on the loop of your async
+    code; ``http_client`` (also an ``httpx2.AsyncClient``: the sync API runs on async code) on
+    the private loop thread that runs sync calls (``invoke``, ``stream``); given only one, it
+    serves whichever loop uses it first. A client's connection pool belongs to one event loop,
+    so a client used from a second loop (``asyncio.run`` twice, or sync and async calls with a
+    single client) raises :class:`ConfigError` instead of failing inside the pool: pass both,
+    or create the endpoint inside the loop that runs it.
     """
 
     def __init__(
@@ -136,6 +186,10 @@ class OpenAIEndpoint:
         max_retries: int = 2,
         max_concurrency: int | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        http_async_client: httpx.AsyncClient | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -162,6 +216,23 @@ class OpenAIEndpoint:
         self.max_concurrency = max_concurrency
         """Calls in flight at once from this endpoint (``None``: no limit); more wait."""
         self._transport = transport
+        self.extra_body = check_extra_body(extra_body)
+        """Merged into every chat-completions request (vLLM's ``repetition_penalty``,
+        ``chat_template_kwargs``, ...)."""
+        self.default_headers = dict(default_headers or {})
+        """Headers sent with every request."""
+        for label, given in (("http_client", http_client),
+                             ("http_async_client", http_async_client)):
+            if given is not None and not isinstance(given, httpx.AsyncClient):
+                raise ConfigError(
+                    f"{label} must be an httpx2.AsyncClient (the HTTP library of the openai "
+                    f"SDK >= 3; the sync API runs on async code too), got "
+                    f"{type(given).__module__}.{type(given).__name__}")
+        if transport is not None and (http_client or http_async_client):
+            raise ConfigError("pass a transport or HTTP clients, not both")
+        self.http_client = http_client
+        self.http_async_client = http_async_client
+        self._bound: dict[int, weakref.ReferenceType[asyncio.AbstractEventLoop]] = {}
         self._window: int | None = None
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI]
         self._clients = weakref.WeakKeyDictionary()
@@ -178,14 +249,35 @@ class OpenAIEndpoint:
         client = self._clients.get(loop)
         if client is None:
             timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
-            http_client = (httpx.AsyncClient(transport=self._transport, timeout=timeout)
-                           if self._transport is not None else None)
+            http_client = self._given_client(loop)
+            if http_client is None and self._transport is not None:
+                http_client = httpx.AsyncClient(transport=self._transport, timeout=timeout)
             client = openai.AsyncOpenAI(
                 base_url=self.base_url, api_key=self._api_key.get_secret_value(),
                 timeout=timeout, max_retries=0, http_client=http_client,
+                default_headers=self.default_headers or None,
             )
             self._clients[loop] = client
         return client
+
+    def _given_client(self, loop: asyncio.AbstractEventLoop) -> httpx.AsyncClient | None:
+        """The caller's HTTP client for ``loop``, bound to it (a pool serves one loop)."""
+        sync = loop is sync_bridge._LOOP  # the loop thread of the sync API
+        chosen, label = ((self.http_client, "http_client") if sync and self.http_client
+                         else (self.http_async_client, "http_async_client")
+                         if self.http_async_client else (self.http_client, "http_client"))
+        if chosen is None:
+            return None
+        bound = self._bound.get(id(chosen))
+        if bound is not None and bound() is not loop:
+            raise ConfigError(
+                f"{self.name} endpoint: the {label} given is already used on another event "
+                "loop, and an httpx2 client's connection pool serves one loop only (sync "
+                "calls run on their own loop thread): pass http_client= for the sync API and "
+                "http_async_client= for the async one, or create the model inside the loop "
+                "that runs it")
+        self._bound[id(chosen)] = weakref.ref(loop)
+        return chosen
 
     def _gate(self) -> contextlib.AbstractAsyncContextManager[Any]:
         """Holds one of ``max_concurrency`` places while a call is in flight."""
@@ -272,7 +364,7 @@ class OpenAIEndpoint:
         return self._window or None
 
     async def _kwargs(self, request: ChatRequest) -> dict[str, Any]:
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = {**self.extra_body, **(request.extra_body or {})}
         if request.continue_final:
             extra.update(continue_final_message=True, add_generation_prompt=False)
         kwargs: dict[str, Any] = dict(
@@ -364,6 +456,8 @@ class OpenAIEndpoint:
                                 "add_generation_prompt": not continue_final}
         if tools:
             body["tools"] = tools
+        if self.extra_body.get("chat_template_kwargs"):  # rendered as the requests are
+            body["chat_template_kwargs"] = self.extra_body["chat_template_kwargs"]
         return await self._tokenize(body)
 
     async def tokenize_text(self, text: str) -> list[int]:

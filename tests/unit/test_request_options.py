@@ -1,0 +1,146 @@
+"""ChatOpenAI's request options on ChatSpecReason: model_kwargs, extra_body, default_headers,
+http_client / http_async_client, stream_usage; pinned on an in-process vLLM stand-in
+(httpx2.MockTransport: no network) or scripted endpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx2
+import pytest
+
+from langchain_specreason import ChatRequest, ChatSpecReason, ConfigError, OpenAIEndpoint
+
+from .test_chat_model import fake_model
+
+
+class FakeVLLM:
+    """Answers vLLM's routes; records every request (path, headers, JSON body)."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, dict[str, str], dict]] = []
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content) if request.content else {}
+        self.requests.append((request.url.path, dict(request.headers), body))
+        path = request.url.path
+        if path.endswith("/models"):
+            return httpx2.Response(200, json={"object": "list", "data": [
+                {"id": "m", "object": "model", "created": 0, "owned_by": "x",
+                 "max_model_len": 4096}]})
+        if path.endswith("/tokenize"):
+            return httpx2.Response(200, json={"tokens": [1, 2, 3], "count": 3})
+        usage = {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8}
+        if body.get("stream"):  # the answer
+            chunks = [{"choices": [{"index": 0, "delta": {"content": "Done."},
+                                    "finish_reason": None}]},
+                      {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+                      {"choices": [], "usage": usage}]
+            sse = "".join(f"data: {json.dumps({'id': 'x', 'object': 'chat.completion.chunk', 'created': 0, 'model': 'm', **c})}\n\n"  # noqa: E501
+                          for c in chunks) + "data: [DONE]\n\n"
+            return httpx2.Response(200, headers={"content-type": "text/event-stream"},
+                                   content=sse.encode())
+        return httpx2.Response(200, json={  # a step, ended by the delimiter
+            "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop", "stop_reason": "\n\n",
+                         "message": {"role": "assistant", "content": "A step."}}],
+            "usage": usage})
+
+    def chat_bodies(self) -> list[dict]:
+        return [body for path, _, body in self.requests if path.endswith("/chat/completions")]
+
+
+def served_model(server: FakeVLLM, **kwargs) -> ChatSpecReason:
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(server))
+    params = {"draft_url": "http://draft/v1", "base_url": "http://base/v1", "judge": "arithmetic",
+              "budget": 10, "lookahead": False, "http_async_client": client, **kwargs}
+    return ChatSpecReason(**params)
+
+
+def test_unknown_keyword_arguments_move_to_model_kwargs_with_a_warning():
+    with pytest.warns(UserWarning, match="repetition_penalty was transferred to model_kwargs"):
+        model = ChatSpecReason(draft_url="http://d/v1", base_url="http://b/v1",
+                               repetition_penalty=1.1)
+    assert model.model_kwargs == {"repetition_penalty": 1.1}
+    with pytest.raises(ConfigError, match="model_kwargs may not set n: SpecReason sets them"):
+        ChatSpecReason(model_kwargs={"n": 2})
+    with pytest.raises(ConfigError, match="extra_body may not set max_tokens, stream"):
+        ChatSpecReason(extra_body={"max_tokens": 3, "stream": False})
+
+
+async def test_model_kwargs_extra_body_and_headers_reach_every_server_call():
+    server = FakeVLLM()
+    with pytest.warns(UserWarning, match="transferred to model_kwargs"):
+        model = served_model(server, repetition_penalty=1.1,
+                             extra_body={"chat_template_kwargs": {"enable_thinking": False}},
+                             default_headers={"X-Team": "search"})
+    msg = await model.ainvoke("hi")
+    assert msg.content.endswith("Done.")
+    bodies = server.chat_bodies()
+    assert len(bodies) == 3  # two steps (the budget), then the streamed answer
+    assert bodies[-1]["stream"] is True
+    for body in bodies:
+        assert body["repetition_penalty"] == 1.1
+        assert body["chat_template_kwargs"] == {"enable_thinking": False}
+    tokenize = [body for path, _, body in server.requests if path.endswith("/tokenize")]
+    assert tokenize and all(b["chat_template_kwargs"] == {"enable_thinking": False}
+                            for b in tokenize)
+    assert all(headers["x-team"] == "search" for _, headers, _ in server.requests)
+    # per call, on top of the model's own; the next call is without it
+    server.requests.clear()
+    await model.ainvoke("hi", extra_body={"min_p": 0.05})
+    assert all(b["min_p"] == 0.05 and b["repetition_penalty"] == 1.1
+               for b in server.chat_bodies())
+    server.requests.clear()
+    await model.ainvoke("hi")
+    assert all("min_p" not in b for b in server.chat_bodies())
+    with pytest.raises(ConfigError, match="extra_body may not set temperature"):
+        await model.ainvoke("hi", extra_body={"temperature": 0})
+
+
+async def test_per_call_extra_body_reaches_given_endpoints_too():
+    model = fake_model()
+    await model.ainvoke("12*7?", extra_body={"top_k": 5})
+    for endpoint in (model.draft_endpoint, model.base_endpoint):
+        assert endpoint.requests and all(r.extra_body == {"top_k": 5} for r in endpoint.requests)
+
+
+def test_an_http_client_serves_one_event_loop_and_says_so():
+    server = FakeVLLM()
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(server))
+    endpoint = OpenAIEndpoint("http://base/v1", model="m", http_async_client=client)
+    request = ChatRequest([{"role": "user", "content": "hi"}], 4)
+    assert asyncio.run(endpoint.complete(request)).text == "A step."
+    with pytest.raises(ConfigError, match="already used on another event loop"):
+        asyncio.run(endpoint.complete(request))  # a new loop: the pool belongs to the first
+
+
+async def test_sync_calls_use_http_client_and_async_calls_http_async_client():
+    sync_server, async_server = FakeVLLM(), FakeVLLM()
+    model = served_model(async_server, http_client=httpx2.AsyncClient(
+        transport=httpx2.MockTransport(sync_server)))
+    await model.ainvoke("hi")
+    await asyncio.to_thread(model.invoke, "hi")  # the sync API, on its own loop thread
+    assert async_server.chat_bodies() and sync_server.chat_bodies()
+    assert len(async_server.chat_bodies()) == len(sync_server.chat_bodies())
+    # one client only: the second loop is refused with the reason
+    lone = served_model(FakeVLLM())
+    await lone.ainvoke("hi")
+    with pytest.raises(ConfigError, match="pass http_client= for the sync API"):
+        await asyncio.to_thread(lone.invoke, "hi")
+
+
+def test_http_clients_must_be_httpx2_async_clients():
+    with pytest.raises(ConfigError, match="http_client must be an httpx2.AsyncClient"):
+        OpenAIEndpoint("http://b/v1", http_client=httpx2.Client())  # type: ignore[arg-type]
+
+
+async def test_stream_usage_on_the_last_chunk_or_not_at_all():
+    chunks = [c async for c in fake_model().astream("12*7?")]
+    assert [c.usage_metadata is not None for c in chunks] == [False] * (len(chunks) - 1) + [True]
+    quiet = fake_model(stream_usage=False)
+    assert all(c.usage_metadata is None for c in [c async for c in quiet.astream("12*7?")])
+    assert all(c.usage_metadata is None for c in
+               [c async for c in fake_model().astream("12*7?", stream_usage=False)])
+    assert (await quiet.ainvoke("12*7?")).usage_metadata["total_tokens"] > 0  # invoke: always
