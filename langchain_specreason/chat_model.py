@@ -535,8 +535,10 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         if self.checkpointer is not None:
             config["configurable"] = {"thread_id": _thread_id(run_manager, kwargs)}
             saved = await graph.aget_state(config)
-            resume = bool(saved.next) and _same_turns(saved.values.get("messages") or [],
-                                                      messages)
+            # unfinished: a node to run, or one whose writes were saved but whose checkpoint
+            # was not (the process died between them; LangGraph applies them on resume)
+            resume = bool(saved.next or saved.tasks) and _same_turns(
+                saved.values.get("messages") or [], messages)
             if resume:  # the same call, interrupted: go on from its last step
                 for record in saved.values.get("steps") or []:  # what it had already
                     yield ChatGenerationChunk(message=_step_chunk(record["text"], think))
