@@ -57,6 +57,21 @@ def build_parser() -> argparse.ArgumentParser:
                        help="extra vLLM flag for the draft server (repeatable)")
     serve.add_argument("--base-arg", action="append", default=[],
                        help="extra vLLM flag for the base server (repeatable)")
+    serve.add_argument("--draft-env", action="append", default=[], metavar="KEY=VALUE",
+                       help="environment variable for the draft server(s), over the "
+                            "profile's (repeatable)")
+    serve.add_argument("--base-env", action="append", default=[], metavar="KEY=VALUE",
+                       help="environment variable for the base server(s) (repeatable)")
+    serve.add_argument("--replicas", type=int, default=1, metavar="N",
+                       help="N servers per role behind one vllm-router per role (default 1: "
+                            "no router); needs the `scale` extra")
+    serve.add_argument("--router-policy", default=None, metavar="POLICY",
+                       help="vllm-router policy with --replicas: consistent_hash (default: "
+                            "a run's calls, one X-Session-ID, on one replica), cache_aware, "
+                            "power_of_two, round_robin, random")
+    serve.add_argument("--replica-port", type=int, metavar="PORT",
+                       help="first port of the replicas (default: draft port + 100; see "
+                            "serve/README.md for the layout)")
     serve.add_argument("--log-dir", help="where server logs go")
     serve.add_argument("--list", action="store_true", help="list profiles and exit")
 
@@ -140,6 +155,11 @@ def _serve(args: argparse.Namespace) -> int:
     profile = launcher.profile
     print(f"starting {profile.name}{'/' + profile.variant if profile.variant else ''}: "
           f"{profile.description} (logs: {launcher.log_dir})", file=sys.stderr, flush=True)
+    if launcher.plan is not None:
+        replicas = len(next(iter(launcher.plan.replicas.values())))
+        print(f"{replicas} replicas per role behind vllm-router "
+              f"(policy {next(iter(launcher.plan.routers.values())).policy})",
+              file=sys.stderr, flush=True)
     with launcher:
         print("servers ready; Ctrl-C stops them", file=sys.stderr, flush=True)
         while True:
@@ -157,15 +177,20 @@ def serve_launcher(args: argparse.Namespace) -> Launcher:
 
     from ..serving.launcher import Launcher
     from ..serving.profiles import Role, load_profile
+    from ..serving.replicas import DEFAULT_POLICY
     from ..serving.secrets import SERVER_KEY_ENV
 
     if not args.profile:
         raise ConfigError("serve needs --profile NAME (see `specreason serve --list`)")
+    if args.replicas == 1 and (args.router_policy or args.replica_port):
+        raise ConfigError("--router-policy and --replica-port need --replicas N with N > 1")
     profile = load_profile(
         args.profile, variant=args.variant, draft_model=args.draft_model,
         base_model=args.base_model, draft_port=args.draft_port, base_port=args.base_port,
         host=args.host, extra_args={"draft": args.draft_arg, "base": args.base_arg},
         router_model=args.router_model, router_port=args.router_port,
+        extra_env={"draft": _env_pairs(args.draft_env, "--draft-env"),
+                   "base": _env_pairs(args.base_env, "--base-env")},
     )
     roles: tuple[Role, ...] = (args.only,) if args.only else (
         ("draft", "base", "router") if args.with_router else ("draft", "base"))
@@ -173,9 +198,23 @@ def serve_launcher(args: argparse.Namespace) -> Launcher:
         raise ConfigError(f"profile {profile.name!r} has no [router] server")
     launcher = Launcher(profile, roles=roles, echo=True,
                         log_dir=Path(args.log_dir) if args.log_dir else None,
-                        api_key=args.api_key or os.environ.get(SERVER_KEY_ENV) or None)
+                        api_key=args.api_key or os.environ.get(SERVER_KEY_ENV) or None,
+                        replicas=args.replicas,
+                        router_policy=args.router_policy or DEFAULT_POLICY,
+                        replica_port=args.replica_port)
     launcher.check_exposure()
     return launcher
+
+
+def _env_pairs(items: list[str], flag: str) -> dict[str, str]:
+    """``KEY=VALUE`` items as a dict (ConfigError for an item without ``=``)."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"{flag} takes KEY=VALUE, got {item!r}")
+        out[key] = value
+    return out
 
 
 if __name__ == "__main__":

@@ -12,6 +12,11 @@ processes vLLM forks; its output goes to ``<log_dir>/<role>.log``, after its com
 With ``api_key``, every server requires that key (it is passed in the server's environment as
 ``VLLM_API_KEY``, never on its command line). A server with ``VLLM_SERVER_DEV_MODE=1`` on a
 non-loopback ``host`` and no key is refused (see :mod:`.secrets`).
+
+With ``replicas=N`` (N > 1) each role runs N servers behind one ``vllm-router`` (see
+:mod:`.replicas` for the ports): ``urls`` are the routers', ``replica_urls`` the servers'.
+Logs: ``<role>-<i>.log`` per replica, ``<role>-router.log`` per router. A replica that dies
+is reported once on stderr and left to the router's failover; a dead router is an error.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from ..errors import PortInUseError, ServeError, ServerDiedError
 from .catalog import CATALOG
 from .fetch import cache_root, fetch, model_dir
 from .profiles import Profile, Role, ServerSpec
+from .replicas import DEFAULT_POLICY, ReplicaPlan, plan_replicas, router_command
 from .secrets import DEV_MODE_ENV, SERVER_KEY_ENV, check_exposure, redact_args
 
 _MODEL_REF = re.compile(r"\{model:([^}]+)\}")
@@ -126,10 +132,21 @@ def check_port_free(host: str, port: int) -> None:
 
 @dataclass
 class _Running:
-    spec: ServerSpec
+    role: Role
+    url: str
+    """OpenAI base URL (``/v1``) of the process."""
+    what: str
+    """How errors name it: the served model, or ``vllm-router``."""
     proc: subprocess.Popen[bytes]
     log_path: Path
     log_file: IO[bytes]
+    public: bool = True
+    """Listed in :attr:`Launcher.urls` (a single server, a router; not a replica)."""
+    label: str = ""
+    """Name in messages (``draft``, ``draft replica 2``, ``draft router``)."""
+
+    def __post_init__(self) -> None:
+        self.label = self.label or self.role
 
 
 class Launcher:
@@ -144,15 +161,24 @@ class Launcher:
         startup_timeout: float = 1800.0,
         echo: bool = False,
         api_key: str | None = None,
+        replicas: int = 1,
+        router_policy: str = DEFAULT_POLICY,
+        replica_port: int | None = None,
     ) -> None:
         self.profile = profile
         self.roles = roles
+        self.plan: ReplicaPlan | None = None
+        """The replicas and routers when ``replicas`` > 1 (checked here: ConfigError)."""
+        if replicas != 1 or replica_port is not None:
+            self.plan = plan_replicas(profile, replicas, roles=roles, policy=router_policy,
+                                      replica_port=replica_port)
         self.log_dir = log_dir or cache_root() / "logs" / profile.name
         self.startup_timeout = startup_timeout
         self.echo = echo
         self._api_key = api_key or None
         self._warned: set[str] = set()
         self._running: list[_Running] = []
+        self._dead_reported: set[int] = set()
 
     @property
     def api_key(self) -> str | None:
@@ -161,12 +187,25 @@ class Launcher:
 
     @property
     def urls(self) -> dict[str, str]:
-        """Base URLs (ending in ``/v1``) of the started servers, by role."""
-        return {r.spec.role: r.spec.url for r in self._running}
+        """Base URLs (ending in ``/v1``) of the started servers by role (with replicas: routers)."""
+        return {r.role: r.url for r in self._running if r.public}
 
-    def log_path(self, role: Role) -> Path:
-        """Where the log of the ``role`` server is written."""
-        return self.log_dir / f"{role}.log"
+    @property
+    def replica_urls(self) -> dict[str, list[str]]:
+        """Base URLs of the started replicas, by role (empty without replicas)."""
+        out: dict[str, list[str]] = {}
+        for run in self._running:
+            if not run.public:
+                out.setdefault(run.role, []).append(run.url)
+        return out
+
+    def log_path(self, role: Role, replica: int | None = None) -> Path:
+        """Where the log of the ``role`` server (or its replica ``replica``, from 1) goes."""
+        return self.log_dir / (f"{role}.log" if replica is None else f"{role}-{replica}.log")
+
+    def router_log_path(self, role: Role) -> Path:
+        """Where the log of the ``role`` pool's ``vllm-router`` goes."""
+        return self.log_dir / f"{role}-router.log"
 
     def check_exposure(self, specs: Iterable[ServerSpec] | None = None) -> list[dict[str, str]]:
         """The environments of the servers, after refusing an unsafe one (:class:`ConfigError`).
@@ -177,7 +216,7 @@ class Launcher:
         vLLM's ``/v1``).
         """
         if specs is None:
-            specs = [s for s in self.profile.servers() if s.role in self.roles]
+            specs = self._specs()
         envs = []
         for spec in specs:
             env = server_env(spec, self.profile.device, api_key=self._api_key)
@@ -191,9 +230,16 @@ class Launcher:
             envs.append(env)
         return envs
 
+    def _specs(self) -> list[ServerSpec]:
+        """The servers to start: the profile's of ``roles``, or the plan's replicas."""
+        if self.plan is None:
+            return [s for s in self.profile.servers() if s.role in self.roles]
+        extra = [s for s in self.profile.servers() if s.role == "router" and s.role in self.roles]
+        return [*self.plan.servers(), *extra]
+
     def start(self) -> Launcher:
-        """Start the servers and block until each answers ``/health``."""
-        specs = [s for s in self.profile.servers() if s.role in self.roles]
+        """Start the servers and block until each answers ``/health`` (then the routers)."""
+        specs = self._specs()
         envs = self.check_exposure(specs)
         if self.profile.device == "gpu" and shutil.which("vllm") is None:
             raise ServeError("GPU profiles need the `vllm` command: pip install "
@@ -204,49 +250,75 @@ class Launcher:
             except ImportError:
                 raise ServeError("CPU profiles need vLLM's CPU build: pip install "
                                  "'langchain-specreason[cpu]' (or run `make venv`)") from None
-        for spec in specs:
-            check_port_free(spec.host, spec.port)
+        ports = ([(s.host, s.port) for s in specs] if self.plan is None
+                 else self.plan.ports() + [(s.host, s.port) for s in specs])
+        for host, port in dict.fromkeys(ports):
+            check_port_free(host, port)
         commands = [server_command(s, self.profile.device) for s in specs]
+        routers = ([] if self.plan is None else
+                   [(r, router_command(r)) for r in self.plan.routers.values()])
         self.log_dir.mkdir(parents=True, exist_ok=True)
         atexit.register(self.stop)
         try:
+            numbers: dict[str, int] = {}
             for spec, cmd, env in zip(specs, commands, envs, strict=True):
-                log_path = self.log_path(spec.role)
-                log_file = log_path.open("wb")
-                log_file.write(("$ " + " ".join(redact_args(cmd)) + "\n").encode())
-                log_file.flush()
-                proc = subprocess.Popen(
-                    cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    env=env, start_new_session=True,
-                )
-                self._running.append(_Running(spec, proc, log_path, log_file))
-            self._wait_healthy()
+                replica = self.plan is not None and spec.role != "router"
+                if replica:
+                    numbers[spec.role] = numbers.get(spec.role, 0) + 1
+                number = numbers.get(spec.role) if replica else None
+                self._spawn(cmd, env, self.log_path(spec.role, number), role=spec.role,
+                            url=spec.url, what=spec.served_name, public=not replica,
+                            label=f"{spec.role} replica {number}" if replica else spec.role)
+            if self.plan is None:
+                self._wait_healthy()
+                return self
+            self._wait_healthy(list(self._running))
+            started = len(self._running)
+            for router, cmd in routers:
+                self._spawn(cmd, dict(os.environ), self.router_log_path(router.role),
+                            role=router.role, url=router.url, what="vllm-router",
+                            label=f"{router.role} router")
+            self._wait_healthy(self._running[started:])
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _wait_healthy(self) -> None:
+    def _spawn(self, cmd: list[str], env: dict[str, str], log_path: Path, *, role: Role,
+               url: str, what: str, public: bool = True, label: str = "") -> None:
+        log_file = log_path.open("wb")
+        log_file.write(("$ " + " ".join(redact_args(cmd)) + "\n").encode())
+        log_file.flush()
+        proc = subprocess.Popen(
+            cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env=env, start_new_session=True,
+        )
+        self._running.append(_Running(role, url, what, proc, log_path, log_file, public, label))
+
+    def _wait_healthy(self, runs: list[_Running] | None = None) -> None:
         deadline = time.monotonic() + self.startup_timeout
-        pending = list(self._running)
+        pending = list(self._running if runs is None else runs)
         with httpx.Client(timeout=5.0) as client:
             while pending:
                 for run in list(pending):
                     code = run.proc.poll()
                     if code is not None:
                         raise ServerDiedError(
-                            f"{run.spec.role} server ({run.spec.served_name}) exited with code "
+                            f"{run.label} server ({run.what}) exited with code "
                             f"{code} during start-up: {_last_error(run.log_path)} "
                             f"(full log: {run.log_path})"
                         )
-                    health = server_root(run.spec.url) + "/health"
+                    health = server_root(run.url) + "/health"
                     with contextlib.suppress(httpx.HTTPError):
                         if client.get(health).status_code == 200:
                             pending.remove(run)
                             if self.echo:
-                                print(f"{run.spec.role}: {run.spec.url}", flush=True)
+                                # routers and single servers on stdout (`role: url`, what
+                                # clients read); replicas on stderr
+                                print(f"{run.label}: {run.url}", flush=True,
+                                      file=sys.stdout if run.public else sys.stderr)
                 if pending and time.monotonic() > deadline:
-                    names = ", ".join(r.spec.role for r in pending)
+                    names = ", ".join(r.label for r in pending)
                     raise ServeError(
                         f"{names} server not healthy after {self.startup_timeout:.0f} s; "
                         f"see logs in {self.log_dir}"
@@ -275,12 +347,29 @@ class Launcher:
         atexit.unregister(self.stop)
 
     def raise_if_dead(self) -> None:
-        """Raise :class:`ServerDiedError` if a started server has exited."""
+        """Raise :class:`ServerDiedError` if a started server has exited.
+
+        With replicas, a dead replica is said once on stderr (the router fails over to the
+        others); a dead router, or a role whose replicas all died, raises.
+        """
+        alive: dict[str, int] = {}
         for run in self._running:
             code = run.proc.poll()
-            if code is not None:
-                raise ServerDiedError(f"{run.spec.role} server exited with code {code}: "
+            if code is None:
+                if not run.public:
+                    alive[run.role] = alive.get(run.role, 0) + 1
+                continue
+            if run.public:
+                raise ServerDiedError(f"{run.label} server exited with code {code}: "
                                       f"{_last_error(run.log_path)} (log: {run.log_path})")
+            if run.proc.pid not in self._dead_reported:
+                self._dead_reported.add(run.proc.pid)
+                print(f"{run.label} ({run.url}) exited with code {code}; its router sends "
+                      f"its requests to the other replicas (log: {run.log_path})",
+                      file=sys.stderr, flush=True)
+        for role in self.replica_urls:
+            if not alive.get(role):
+                raise ServerDiedError(f"every {role} replica has exited (logs in {self.log_dir})")
 
     def pids(self) -> list[int]:
         """Process ids of the started servers (the group leaders)."""

@@ -115,8 +115,13 @@ def load_profile(
     extra_args: dict[str, list[str]] | None = None,
     router_model: str | None = None,
     router_port: int | None = None,
+    extra_env: dict[str, dict[str, str]] | None = None,
 ) -> Profile:
-    """Load profile ``name`` (a profile name or a path to a TOML file) with overrides applied."""
+    """Load profile ``name`` (a profile name or a path to a TOML file) with overrides applied.
+
+    ``extra_args`` appends vLLM flags per role; ``extra_env`` sets environment variables per
+    role over the profile's (e.g. a smaller ``VLLM_CPU_KVCACHE_SPACE`` for replicas).
+    """
     path = Path(name)
     if path.suffix != ".toml":
         path = profiles_dir() / f"{name}.toml"
@@ -166,6 +171,9 @@ def load_profile(
             overrides[role]["host"] = host
         if extra_args and extra_args.get(role):
             overrides[role]["args"] = servers[role].args + tuple(extra_args[role])
+        if extra_env and extra_env.get(role):
+            overrides[role]["env"] = tuple({**dict(servers[role].env),
+                                            **extra_env[role]}.items())
         servers[role] = replace(servers[role], **overrides[role])  # type: ignore[arg-type]
     if servers["draft"].port == servers["base"].port and servers["draft"].host == servers[
         "base"

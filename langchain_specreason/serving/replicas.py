@@ -1,0 +1,186 @@
+"""Replica pools: N vLLM servers per role behind one ``vllm-router`` per role.
+
+``specreason serve --profile P --replicas N`` starts, for each role (draft, base), N copies of
+the profile's server and one `vllm-router <https://github.com/vllm-project/router>`_ (PyPI
+``vllm-router``, extra ``scale``) in front of them. Clients keep using one URL per role: the
+router listens on the role's own port, the replicas on a block of consecutive ports:
+
+==========================  =========================================================
+role port ``P_draft``       the draft router (``draft: http://HOST:P_draft/v1``)
+role port ``P_base``        the base router
+``R`` .. ``R+N-1``          draft replicas 1..N   (``R`` = ``--replica-port``, default
+                            ``P_draft + 100``)
+``R+N`` .. ``R+2N-1``       base replicas 1..N
+``R+2N``, ``R+2N+1``        the draft and base routers' Prometheus ``/metrics``
+==========================  =========================================================
+
+(cpu-test: routers 8101/8102, draft replicas 8201-8202, base replicas 8203-8204, router
+metrics 8205/8206.) With ``--only base`` only the base block is laid out, from ``R``.
+
+The default policy, ``consistent_hash``, maps each request's routing key (the
+``X-Session-ID`` header, :mod:`langchain_specreason.endpoint.routing`) to one replica, so the
+calls of one run share one replica's prefix cache. The router is started with short health
+checks, retries and a circuit breaker (:data:`FAILOVER_FLAGS`): a replica that dies is left
+after a few failed attempts and its requests are retried on another replica.
+
+The router does not check API keys: it forwards the client's ``Authorization`` header on the
+``/v1`` routes to the replica, which checks it (the replicas get the key as today).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..errors import ConfigError, ServeError
+from .profiles import Profile, Role, ServerSpec
+
+POLICIES = ("consistent_hash", "cache_aware", "power_of_two", "round_robin", "random")
+"""``vllm-router --policy`` values offered by ``specreason serve --router-policy``."""
+
+DEFAULT_POLICY = "consistent_hash"
+"""Affinity by routing key: every call of a run (same ``X-Session-ID``) on one replica."""
+
+MAX_REPLICAS = 32
+REPLICA_PORT_OFFSET = 100
+"""Default first replica port: the draft port plus this."""
+
+FAILOVER_FLAGS: tuple[str, ...] = (
+    # a failed attempt is retried (5 attempts, 100 ms backoff growing 1.5x); the circuit
+    # breaker of a replica opens after 3 failures, so attempts 4 and 5 go to another replica
+    "--retry-max-retries", "5",
+    "--retry-initial-backoff-ms", "100",
+    "--cb-failure-threshold", "3",
+    "--cb-timeout-duration-secs", "30",
+    # a dead replica is marked unhealthy within ~10 s even when no request finds it
+    "--health-check-endpoint", "/health",
+    "--health-check-interval-secs", "5",
+    "--health-failure-threshold", "2",
+    "--health-success-threshold", "1",
+    # generations may be long: as the client's own generation timeout
+    "--request-timeout-secs", "1800",
+)
+
+
+@dataclass(frozen=True)
+class RouterSpec:
+    """One ``vllm-router`` in front of a role's replicas."""
+
+    role: Role
+    port: int
+    metrics_port: int
+    workers: tuple[str, ...]
+    """Root URLs of the replicas (no ``/v1``), as the router wants them."""
+    policy: str = DEFAULT_POLICY
+    host: str = "127.0.0.1"
+
+    @property
+    def url(self) -> str:
+        """The OpenAI-compatible base URL clients use, ending in ``/v1``."""
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        return f"http://{host}:{self.port}/v1"
+
+
+@dataclass(frozen=True)
+class ReplicaPlan:
+    """The replicas and routers of ``specreason serve --replicas N``."""
+
+    replicas: dict[Role, tuple[ServerSpec, ...]]
+    routers: dict[Role, RouterSpec]
+
+    def servers(self) -> tuple[ServerSpec, ...]:
+        """Every replica, draft ones first."""
+        return tuple(spec for specs in self.replicas.values() for spec in specs)
+
+    def ports(self) -> list[tuple[str, int]]:
+        """Every port the plan listens on, with the host."""
+        out = [(s.host, s.port) for s in self.servers()]
+        for router in self.routers.values():
+            out += [(router.host, router.port), ("127.0.0.1", router.metrics_port)]
+        return out
+
+
+def check_replicas(replicas: int) -> int:
+    """``replicas`` if it is a usable pool size, else :class:`ConfigError`."""
+    if isinstance(replicas, bool) or not isinstance(replicas, int):
+        raise ConfigError(f"--replicas must be a whole number, got {replicas!r}")
+    if not 1 <= replicas <= MAX_REPLICAS:
+        raise ConfigError(f"--replicas must be between 1 and {MAX_REPLICAS}, got {replicas}")
+    return replicas
+
+
+def plan_replicas(
+    profile: Profile,
+    replicas: int,
+    *,
+    roles: Sequence[Role] = ("draft", "base"),
+    policy: str = DEFAULT_POLICY,
+    replica_port: int | None = None,
+) -> ReplicaPlan:
+    """Lay out ``replicas`` servers per role and a router per role (see the module's table).
+
+    Raises :class:`ConfigError` for a bad pool size, a policy the router lacks, the Arbitrage
+    router role (it is not replicated), or a port block that overlaps the profile's ports or
+    runs past 65535.
+    """
+    check_replicas(replicas)
+    if policy not in POLICIES:
+        raise ConfigError(f"--router-policy must be one of {', '.join(POLICIES)}, not {policy!r}")
+    pooled = [r for r in roles if r in ("draft", "base")]
+    if "router" in roles or not pooled:
+        raise ConfigError("--replicas applies to the draft and base servers; the Arbitrage "
+                          "router server is not replicated (drop --only router)")
+    first = replica_port if replica_port is not None else profile.draft.port + REPLICA_PORT_OFFSET
+    last = first + len(pooled) * replicas + len(pooled) - 1
+    if first < 1024 or last > 65535:
+        raise ConfigError(f"replica ports {first}-{last} are outside 1024-65535; pick another "
+                          "--replica-port")
+    taken = {s.port: s.role for s in profile.servers()}
+    clash = sorted(p for p in range(first, last + 1) if p in taken)
+    if clash:
+        raise ConfigError(f"replica ports {first}-{last} overlap the {taken[clash[0]]} server's "
+                          f"port {clash[0]}; pick another --replica-port")
+    specs: dict[Role, tuple[ServerSpec, ...]] = {}
+    port = first
+    for role in pooled:
+        spec = profile.draft if role == "draft" else profile.base
+        specs[role] = tuple(replace(spec, port=port + i) for i in range(replicas))
+        port += replicas
+    routers: dict[Role, RouterSpec] = {}
+    for role in pooled:
+        spec = profile.draft if role == "draft" else profile.base
+        routers[role] = RouterSpec(
+            role=role, port=spec.port, metrics_port=port, policy=policy, host=spec.host,
+            workers=tuple(_root(s) for s in specs[role]))
+        port += 1
+    return ReplicaPlan(specs, routers)
+
+
+def _root(spec: ServerSpec) -> str:
+    host = "127.0.0.1" if spec.host in ("0.0.0.0", "") else spec.host
+    return f"http://{host}:{spec.port}"
+
+
+def router_executable() -> str:
+    """The ``vllm-router`` command of this environment (:class:`ServeError`: how to install)."""
+    here = Path(sys.executable).with_name("vllm-router")
+    found = str(here) if here.is_file() else shutil.which("vllm-router")
+    if found is None:
+        raise ServeError("--replicas needs vLLM's router: pip install "
+                         "'langchain-specreason[scale]' (the vllm-router package)")
+    return found
+
+
+def router_command(router: RouterSpec, *, executable: str | None = None) -> list[str]:
+    """The command line of ``router`` (no secret: the router forwards the client's key)."""
+    return [
+        executable or router_executable(),
+        "--host", router.host, "--port", str(router.port),
+        "--worker-urls", *router.workers,
+        "--policy", router.policy,
+        "--prometheus-host", "127.0.0.1", "--prometheus-port", str(router.metrics_port),
+        *FAILOVER_FLAGS,
+    ]
