@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
@@ -18,6 +19,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.chat_models import BaseChatModel, LangSmithParams
+from langchain_core.language_models.model_profile import ModelProfile
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, RemoveMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.messages.tool import tool_call_chunk
@@ -51,7 +53,14 @@ from pydantic import (
 )
 
 from .config import DEFAULT_JUDGE, SpecReasonConfig
-from .endpoint import ChatRequest, Completion, Endpoint, OpenAIEndpoint, endpoint_pair
+from .endpoint import (
+    ChatRequest,
+    Completion,
+    Endpoint,
+    OpenAIEndpoint,
+    WindowedEndpoint,
+    endpoint_pair,
+)
 from .endpoint.server import check_extra_body
 from .errors import ConfigError, DeadlineError, EndpointError
 from .events import Event
@@ -263,9 +272,12 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     _graphs: dict[tuple[SpecReasonConfig, str], SpecReasonGraph] = PrivateAttr(
         default_factory=dict)
     _endpoints: dict[str, Endpoint] = PrivateAttr(default_factory=dict)
+    _discovered: bool = PrivateAttr(default=False)
+    _own_profile: bool = PrivateAttr(default=True)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)  # SpecReasonConfig's: a bad knob is a ConfigError
+        self._own_profile = kwargs.get("profile") is None
         self.spec_config()  # max_tokens, the one knob checked outside the fields
         get_format(self.family)
         check_extra_body(self.model_kwargs, "model_kwargs")
@@ -348,7 +360,53 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
                 "draft_model": self.draft_model, "base_model": self.base_model,
                 "family": self.family, **self.spec_config().as_dict()}
 
+    def _resolve_model_profile(self) -> ModelProfile | None:
+        """What the model can do.
+
+        ``max_input_tokens`` joins once the servers' window is known (:meth:`_discover`, or
+        after the first call).
+        """
+        return ModelProfile(
+            text_inputs=True, text_outputs=True, image_inputs=False, audio_inputs=False,
+            video_inputs=False, pdf_inputs=False, tool_calling=True, tool_choice=True,
+            tool_call_streaming=True, structured_output=True, temperature=True,
+            reasoning_output=get_format(self.family).thinking_end is not None)
+
+    def _discover(self) -> None:
+        """Once, before the first call: ask the servers for their models and windows.
+
+        For LangSmith's ``ls_model_name`` and ``profile["max_input_tokens"]``. One
+        ``/v1/models`` request to each server built from a URL, no retry; a server that does
+        not answer leaves them to be learned by the first call. Skipped with your own HTTP
+        clients (each serves one event loop; this would bind it to the sync API's).
+        """
+        if self._discovered:
+            return
+        self._discovered = True
+        try:
+            endpoints = [self.endpoint("draft"), self.endpoint("base")]
+        except ConfigError:
+            return
+        servers = [e for e in endpoints if isinstance(e, OpenAIEndpoint)
+                   and e.http_client is None and e.http_async_client is None]
+        if not servers or threading.current_thread().name == "specreason-sync":
+            return  # scripted endpoints, or called on the sync API's own loop thread
+
+        async def ask() -> None:
+            await asyncio.gather(*(e.discover() for e in servers), return_exceptions=True)
+
+        run_sync(ask())
+        self._learn_window([e._window or None for e in servers])
+
+    def _learn_window(self, windows: Sequence[int | None]) -> None:
+        """``profile["max_input_tokens"]``: the smaller window of the servers, once known."""
+        known = [w for w in windows if w]
+        if known and self._own_profile and self.profile is not None:
+            self.profile = ModelProfile(**{**self.profile, "max_input_tokens": min(known)})
+
     def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        if not (kwargs.get("model") or self.base_model):
+            self._discover()  # the served name, not "base"
         params = LangSmithParams(
             ls_provider="specreason",
             ls_model_name=kwargs.get("model") or self.base_model
@@ -562,6 +620,9 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
                 continue
             yield ChatGenerationChunk(message=chunk)
         wall = time.perf_counter() - start
+        self._learn_window([await e.max_model_len()  # asked by the run already: cached
+                            for e in (self.endpoint("draft"), self.endpoint("base"))
+                            if isinstance(e, WindowedEndpoint)])
         final = state["messages"][-1]
         if answer is not None:
             answer.append(final)

@@ -228,7 +228,8 @@ class OpenAIEndpoint:
                     f"{label} must be an httpx2.AsyncClient (the HTTP library of the openai "
                     f"SDK >= 3; the sync API runs on async code too), got "
                     f"{type(given).__module__}.{type(given).__name__}")
-        if transport is not None and (http_client or http_async_client):
+        if transport is not None and (http_client is not None
+                                      or http_async_client is not None):
             raise ConfigError("pass a transport or HTTP clients, not both")
         self.http_client = http_client
         self.http_async_client = http_async_client
@@ -350,6 +351,24 @@ class OpenAIEndpoint:
                 raise EndpointError(self.name, self.base_url, "the server lists no model")
             self.model = ids[0]
         return self.model
+
+    async def discover(self) -> None:
+        """Learn the served model's name and window from one ``/v1/models`` request.
+
+        One attempt within ``judge_timeout``, no retry: what a client shows before its first
+        call (LangSmith's model name, a chat model's profile). Raises :class:`EndpointError`.
+        """
+        try:
+            page = await self.client.models.list(timeout=self._short)
+        except openai.APIError as exc:
+            raise EndpointError(self.name, self.base_url, f"/v1/models: {exc}") from exc
+        for model in page.data:
+            if self.model in (None, model.id):
+                self.model = model.id
+                value = (model.model_extra or {}).get("max_model_len")
+                self._window = int(value) if value else 0
+                return
+        raise EndpointError(self.name, self.base_url, "the server lists no such model")
 
     async def max_model_len(self) -> int | None:
         """The server's context window, when it reports one (vLLM does); asked once."""

@@ -88,3 +88,13 @@ def test_default_settings_fit_the_servers_window(servers, monkeypatch):
     window = asyncio.run(OpenAIEndpoint(servers.base_url).max_model_len())
     assert stats["budget"] < 8192
     assert stats["budget"] + msg.usage_metadata["input_tokens"] + model.answer_max_tokens < window
+
+
+async def test_langsmith_name_and_profile_window_come_from_the_servers(servers):
+    model = make(servers)
+    base = OpenAIEndpoint(servers.base_url, name="base")
+    assert model._get_ls_params()["ls_model_name"] == await base.model_name()  # before a call
+    draft = OpenAIEndpoint(servers.draft_url, name="draft")
+    windows = [await base.max_model_len(), await draft.max_model_len()]
+    assert model.profile["max_input_tokens"] == min(windows)
+    assert model.profile["structured_output"] and model.profile["tool_calling"]

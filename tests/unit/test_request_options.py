@@ -144,3 +144,58 @@ async def test_stream_usage_on_the_last_chunk_or_not_at_all():
     assert all(c.usage_metadata is None for c in
                [c async for c in fake_model().astream("12*7?", stream_usage=False)])
     assert (await quiet.ainvoke("12*7?")).usage_metadata["total_tokens"] > 0  # invoke: always
+
+
+def test_profile_says_what_the_model_can_do_and_learns_the_window():
+    from .fakes import WindowedScriptedEndpoint
+
+    model = fake_model()
+    profile = model.profile
+    assert profile["tool_calling"] and profile["tool_choice"] and profile["structured_output"]
+    assert profile["tool_call_streaming"] and not profile["image_inputs"]
+    assert profile["reasoning_output"] is False and fake_model("think").profile[
+        "reasoning_output"] is True
+    assert "max_input_tokens" not in profile  # not known before the servers say
+    windowed = fake_model()
+    for role, window in (("draft", 4096), ("base", 2048)):
+        given = getattr(windowed, f"{role}_endpoint")
+        setattr(windowed, f"{role}_endpoint",
+                WindowedScriptedEndpoint(role, given.handler, window=window))
+    windowed.invoke("12*7?")
+    assert windowed.profile["max_input_tokens"] == 2048  # the smaller window, as the run uses
+    mine = fake_model(profile={"max_input_tokens": 10})
+    mine.invoke("12*7?")
+    assert mine.profile == {"max_input_tokens": 10}  # a profile given is kept as given
+
+
+def test_langsmith_model_name_is_the_served_one_before_the_first_call():
+    server = FakeVLLM()
+
+    def endpoint(name: str) -> OpenAIEndpoint:
+        return OpenAIEndpoint(f"http://{name}/v1", name=name,
+                              transport=httpx2.MockTransport(server))
+
+    model = ChatSpecReason(draft_endpoint=endpoint("draft"), base_endpoint=endpoint("base"))
+    assert model._get_ls_params()["ls_model_name"] == "m"
+    assert model.profile["max_input_tokens"] == 4096
+    model._get_ls_params()
+    assert [path for path, _, _ in server.requests] == ["/v1/models", "/v1/models"]  # once
+    assert ChatSpecReason(draft_endpoint=endpoint("d"), base_endpoint=endpoint("b"),
+                          model="mine")._get_ls_params()["ls_model_name"] == "mine"
+
+
+def test_a_server_that_does_not_answer_leaves_the_name_to_the_first_call():
+    import time
+
+    def refuse(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectError("connection refused")
+
+    def endpoint(name: str) -> OpenAIEndpoint:
+        return OpenAIEndpoint(f"http://{name}/v1", name=name, max_retries=5,
+                              transport=httpx2.MockTransport(refuse))
+
+    model = ChatSpecReason(draft_endpoint=endpoint("draft"), base_endpoint=endpoint("base"))
+    start = time.perf_counter()
+    assert model._get_ls_params()["ls_model_name"] == "base"
+    assert time.perf_counter() - start < 2  # one attempt, no retries
+    assert "max_input_tokens" not in model.profile
