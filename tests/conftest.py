@@ -101,6 +101,14 @@ def servers():
             serve.interrupt()
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "after_shutdown: needs the memory the session's servers hold, so it runs "
+                   "after the `shutdown` tests stopped them")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Run tests marked `shutdown` last: they stop the session's servers."""
-    items.sort(key=lambda item: item.get_closest_marker("shutdown") is not None)
+    """Run tests marked `shutdown` last: they stop the session's servers; `after_shutdown`
+    tests (more servers of their own) after them."""
+    items.sort(key=lambda item: (item.get_closest_marker("after_shutdown") is not None,
+                                 item.get_closest_marker("shutdown") is not None))
