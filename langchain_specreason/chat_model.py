@@ -616,6 +616,10 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
                 chunk = _step_chunk(event["text"], think)
             elif event["type"] == "answer_delta":
                 chunk = AIMessageChunk(content=event["text"])
+            elif event["type"] == "answer_tool_call":  # as the base server streams it
+                chunk = AIMessageChunk(content="", tool_call_chunks=[tool_call_chunk(
+                    name=event["name"], args=event["args"], id=event["id"],
+                    index=event["index"])])
             else:
                 continue
             yield ChatGenerationChunk(message=chunk)
@@ -626,14 +630,12 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         final = state["messages"][-1]
         if answer is not None:
             answer.append(final)
-        # tool calls as chunks of their argument text: LangChain parses them back, and
-        # unparsable arguments become invalid_tool_calls, as with ChatOpenAI
-        calls = [(tc["name"], _json(tc["args"]), tc["id"]) for tc in final.tool_calls]
-        calls += [(tc["name"], tc["args"], tc["id"]) for tc in final.invalid_tool_calls]
+        # the tool calls came as chunks of their argument text (answer_tool_call events):
+        # LangChain parses them back, and unparsable arguments become invalid_tool_calls, as
+        # with ChatOpenAI
+        calls = final.tool_calls + final.invalid_tool_calls
         yield ChatGenerationChunk(message=AIMessageChunk(
-            content="", tool_call_chunks=[
-                tool_call_chunk(name=name, args=args, id=call_id, index=i)
-                for i, (name, args, call_id) in enumerate(calls)],
+            content="",
             usage_metadata=(self._usage(state, think) if answer is not None
                             or kwargs.get("stream_usage", self.stream_usage) else None),
             response_metadata=self._metadata(state, wall, bool(calls)),
@@ -830,10 +832,6 @@ def _response_format(schema: dict[str, Any] | type, *, strict: bool | None = Non
     if strict is not None and response_format["type"] == "json_schema":
         response_format["json_schema"] = {**response_format["json_schema"], "strict": strict}
     return response_format
-
-
-def _json(args: Any) -> str:
-    return json.dumps(args)
 
 
 def _tiktoken_estimate(messages: list[dict[str, Any]]) -> int:

@@ -8,7 +8,10 @@ Read them with ``graph.astream(..., stream_mode="custom")`` (or ``["custom", "va
 * :class:`Step`: a step joined the trace (accepted draft, rewritten, or written by the base);
 * :class:`Fallback`: the draft server failed; the base model writes the remaining steps;
 * :class:`Done`: the reasoning stopped (why: ``end``, ``thinking_end``, ``budget``, ``repeat``);
-* :class:`AnswerDelta`: a piece of the streamed answer.
+* :class:`AnswerDelta`: a piece of the streamed answer;
+* :class:`AnswerToolCall`: a piece of a tool call the answer makes, as the server streams it
+  (a call recovered from the answer's text, or not streamed by the endpoint, comes whole at
+  the end).
 """
 
 from __future__ import annotations
@@ -73,5 +76,19 @@ class AnswerDelta(TypedDict):
     text: str
 
 
-Event = Drafted | Scored | Step | Fallback | Done | AnswerDelta
+class AnswerToolCall(TypedDict):
+    """A piece of tool call ``index`` of the answer; pieces of one call share its index.
+
+    ``id`` and ``name`` come with the call's first piece (``None`` after it); ``args`` is the
+    next piece of the arguments' JSON text (LangChain's ``tool_call_chunk``).
+    """
+
+    type: Literal["answer_tool_call"]
+    index: int
+    id: str | None
+    name: str | None
+    args: str
+
+
+Event = Drafted | Scored | Step | Fallback | Done | AnswerDelta | AnswerToolCall
 """Any event of the ``custom`` stream."""

@@ -61,6 +61,10 @@ class Completion:
     """Log-probability of each generated token (when the request asked for ``logprobs``)."""
     token_texts: list[str] | None = None
     """The text of each generated token (with :attr:`token_logprobs`)."""
+    tool_call_chunks: list[dict[str, Any]] = field(default_factory=list)
+    """A streamed item's pieces of tool calls, as the server sent them: ``{"index", "id",
+    "name", "arguments"}`` (``id`` and ``name`` with a call's first piece). The final item
+    still carries the whole calls in :attr:`tool_calls`."""
 
 
 @dataclass(frozen=True)

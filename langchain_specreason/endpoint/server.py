@@ -572,7 +572,11 @@ class OpenAIEndpoint:
                               cached_tokens=cached, seconds=seconds)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[Completion]:
-        """Run ``request`` streamed; the final item has no text but the finish and usage."""
+        """Run ``request`` streamed; the final item has no text but the finish and usage.
+
+        Text arrives as items with ``text``; pieces of tool calls as they come, as items with
+        ``tool_call_chunks`` (the final item has the whole calls).
+        """
         kwargs = await self._kwargs(request)
         kwargs["stream"] = True
         kwargs["stream_options"] = {"include_usage": True}
@@ -592,6 +596,12 @@ class OpenAIEndpoint:
                 for choice in chunk.choices:
                     if choice.delta.content:
                         yield Completion(text=choice.delta.content)
+                    if choice.delta.tool_calls:
+                        yield Completion(text="", tool_call_chunks=[{
+                            "index": tc.index, "id": tc.id,
+                            "name": tc.function.name if tc.function else None,
+                            "arguments": (tc.function.arguments if tc.function else None) or "",
+                        } for tc in choice.delta.tool_calls])
                     for tc in choice.delta.tool_calls or []:
                         part = tool_parts.setdefault(
                             tc.index, {"id": None, "type": "function",

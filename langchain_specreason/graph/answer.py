@@ -11,9 +11,10 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 
 from ..endpoint import ChatRequest, Completion
-from ..events import AnswerDelta
+from ..events import AnswerDelta, AnswerToolCall
 from ..formats import continue_messages, to_openai_messages
 from ..state import SpecReasonState
+from ..toolcalls import may_be_a_call, recover_tool_calls
 from .nodes import Parts
 from .steps import answer_room, step_texts
 from .tracing import completion_outputs, traced_call
@@ -57,25 +58,73 @@ async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
         )
         writer = get_stream_writer()
         pieces: list[str] = []
+        # With tools, a small model may write its call as text (bare JSON, a fenced block):
+        # text that may still be one is held back, then read as a call if the server parsed
+        # none (see langchain_specreason.toolcalls)
+        recover = bool(tools) and options.get("tool_choice") != "none"
+        names = {t.get("function", {}).get("name") for t in tools or []}
+        said: list[str] = []  # the answer's text, as it is streamed (held text not yet)
+        streamed_calls = False
+
+        def say(piece: str) -> None:
+            said.append(piece)
+            writer(AnswerDelta(type="answer_delta", text=piece))
 
         async def stream_answer() -> Completion:
+            nonlocal streamed_calls
             last = Completion(text="")
+            holding = recover
             async for item in endpoint.stream(request):
+                for piece in item.tool_call_chunks:  # as the server streams them
+                    streamed_calls = True
+                    writer(AnswerToolCall(type="answer_tool_call", index=piece["index"],
+                                          id=piece.get("id"), name=piece.get("name"),
+                                          args=piece.get("arguments") or ""))
                 if item.text:
                     pieces.append(item.text)
-                    writer(AnswerDelta(type="answer_delta", text=item.text))
-                else:
+                    if holding and may_be_a_call("".join(pieces)):
+                        continue
+                    if holding:  # it is prose: what was held goes out now
+                        holding = False
+                        say("".join(pieces))
+                    else:
+                        say(item.text)
+                elif not item.tool_call_chunks:
                     last = item
+            if holding:  # the whole answer may be a written call
+                found = (recover_tool_calls("".join(pieces), names)
+                         if not last.tool_calls else None)
+                if found is not None:
+                    last.tool_calls = found.tool_calls
+                    last.finish_reason = "tool_calls"
+                    recovered.extend(found.tool_calls)
+                    if found.rest:
+                        say(found.rest)
+                elif pieces:
+                    say("".join(pieces))
+            elif recover and not last.tool_calls and pieces:  # prose around a fenced call
+                found = recover_tool_calls("".join(pieces), names)
+                if found is not None:
+                    last.tool_calls = found.tool_calls
+                    last.finish_reason = "tool_calls"
+                    recovered.extend(found.tool_calls)
+            if not streamed_calls:  # whole calls: recovered, or not streamed by the endpoint
+                for i, tc in enumerate(last.tool_calls):
+                    fn = tc.get("function") or {}
+                    writer(AnswerToolCall(type="answer_tool_call", index=i, id=tc.get("id"),
+                                          name=fn.get("name"), args=fn.get("arguments") or ""))
             return last
 
+        recovered: list[dict[str, Any]] = []
         final = await traced_call(
             config, "write_answer",
             {"specreason_call": "answer", "specreason_stop": state.get("stop"),
              "specreason_author": cfg.answer_by},
             {"messages": request.messages}, stream_answer,
             lambda d: {**completion_outputs(d), "text": "".join(pieces),
-                       "tool_calls": d.tool_calls})
-        text = "".join(pieces)
+                       "tool_calls": d.tool_calls,
+                       "recovered_tool_calls": bool(recovered)})
+        text = "".join(said)
     reasoning = fmt.thinking_end is not None or structured  # the trace apart from the reply
     full = text if reasoning else trace + text
     kwargs: dict[str, Any] = {}
