@@ -18,6 +18,8 @@ GENERATION_TOKENS = "vllm:generation_tokens"
 PROMPT_TOKENS = "vllm:prompt_tokens"
 CACHE_QUERIES = "vllm:prefix_cache_queries"
 CACHE_HITS = "vllm:prefix_cache_hits"
+RUNNING = "vllm:num_requests_running"
+WAITING = "vllm:num_requests_waiting"
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,23 @@ def parse_counters(text: str) -> ServerCounters:
         total = sum(s.value for s in family.samples if s.name.endswith("_total"))
         totals[family.name] = totals.get(family.name, 0.0) + total
     return ServerCounters(totals)
+
+
+def parse_gauges(text: str) -> dict[str, float]:
+    """Sum every gauge family of a Prometheus text page over its labels (requests running...)."""
+    totals: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        if family.type == "gauge":
+            totals[family.name] = totals.get(family.name, 0.0) + sum(
+                s.value for s in family.samples)
+    return totals
+
+
+async def in_flight(base_url: str, *, timeout: float = 10.0) -> float:
+    """Requests the server is running or holding in its queue right now."""
+    server = OpenAIEndpoint(base_url, name="metrics", timeout=timeout, max_retries=0)
+    gauges = parse_gauges(await server.metrics())
+    return gauges.get(RUNNING, 0.0) + gauges.get(WAITING, 0.0)
 
 
 async def scrape(base_url: str, *, timeout: float = 10.0) -> ServerCounters:

@@ -1,0 +1,262 @@
+"""Fault injection on real vLLM servers: what a user gets when a server dies, hangs, or the
+client process is killed, and 32 requests at once.
+
+Each test restores what it disturbs: a stopped base server is continued (in ``finally``), the
+killed draft server is one started for that test alone, the killed client is a child process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import select
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import psutil
+import pytest
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from prometheus_client.parser import text_string_to_metric_families
+
+from langchain_specreason import ChatSpecReason, EndpointError, OpenAIEndpoint
+from langchain_specreason.metrics import REQUESTS, in_flight, scrape
+from tests.conftest import LOG_DIR, start_serve
+
+pytestmark = pytest.mark.integration
+
+QUESTION = ("A box holds 12 eggs. Tom buys 3 boxes and breaks 5 eggs. How many eggs are left? "
+            "Think step by step, then give the number.")
+FAST = dict(budget=160, step_max_tokens=40, answer_max_tokens=32, temperature=0.0, seed=0,
+            judge="score", threshold=0)  # threshold 0: every draft step is kept
+
+
+def listener(url: str) -> psutil.Process | None:
+    """The process on this machine listening on ``url``'s port (``None``: not local)."""
+    parts = urlsplit(url)
+    if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    for conn in psutil.net_connections(kind="tcp"):
+        if conn.status == psutil.CONN_LISTEN and conn.laddr.port == parts.port and conn.pid:
+            return psutil.Process(conn.pid)
+    return None
+
+
+@pytest.fixture(scope="module")
+def pair(servers):
+    """Servers this module may signal: the suite's, or local servers it was pointed at
+    (each test restores what it disturbs); a pair of its own when those are remote."""
+    if listener(servers.base_url) is not None:
+        yield servers.draft_url, servers.base_url
+        return
+    serve = start_serve("cpu-test", "--draft-port", "8133", "--base-port", "8134",
+                        name="faults-pair")
+    try:
+        yield serve.urls["draft"], serve.urls["base"]
+    finally:
+        serve.interrupt()
+
+
+def model(draft_url: str, base_url: str, **kwargs) -> ChatSpecReason:
+    return ChatSpecReason(draft_url=draft_url, base_url=base_url, **{**FAST, **kwargs})
+
+
+async def test_32_concurrent_requests_all_answer(pair):
+    draft_url, base_url = pair
+    llm = model(draft_url, base_url, budget=48, answer_max_tokens=16, max_concurrency=8)
+    prompts = [f"What is {n} * 7? Think step by step." for n in range(11, 43)]
+    before = await scrape(base_url)
+    start = time.perf_counter()
+    replies = await llm.abatch(prompts, return_exceptions=True)
+    wall = time.perf_counter() - start
+    failures = [r for r in replies if isinstance(r, BaseException)]
+    assert failures == []
+    assert all(r.content.strip() for r in replies)
+    # the base server itself saw every run: at least one call (judge or answer) per request
+    assert (await scrape(base_url))[REQUESTS] - before[REQUESTS] >= 32
+    LOG_DIR.mkdir(parents=True, exist_ok=True)
+    (LOG_DIR / "faults-abatch.json").write_text(json.dumps(
+        {"requests": 32, "failures": len(failures), "wall_s": round(wall, 1),
+         "max_concurrency": 8}))
+
+
+async def test_a_stopped_base_server_is_a_typed_timeout_then_the_next_call_succeeds(pair):
+    draft_url, base_url = pair
+    llm = model(draft_url, base_url, judge_timeout=3, timeout=4, connect_timeout=2,
+                max_retries=1)
+    base = listener(base_url)
+    assert base is not None
+    base.suspend()  # SIGSTOP: the port still accepts connections, nothing answers
+    try:
+        start = time.monotonic()
+        with pytest.raises(EndpointError, match=r"base endpoint at .*: timed out after 2 "
+                                                r"attempts \(APITimeoutError\)"):
+            await asyncio.wait_for(llm.ainvoke(QUESTION), timeout=120)
+        # two attempts of at most 4 s each, and one back-off of at most 1.5 s
+        assert time.monotonic() - start < 2 * 4 + 1.5 + 3
+    finally:
+        base.resume()  # SIGCONT
+    reply = await asyncio.wait_for(llm.ainvoke(QUESTION), timeout=300)
+    assert reply.content.strip()
+
+
+async def test_a_killed_draft_server_hands_the_rest_of_the_run_to_the_base_model(pair):
+    _, base_url = pair
+    own = start_serve("cpu-test", "--only", "draft", "--draft-port", "8131", roles=("draft",),
+                      name="faults-draft")
+    try:
+        llm = model(own.urls["draft"], base_url, max_retries=0, connect_timeout=2)
+        chunks = []
+        async for chunk in llm.astream(QUESTION):
+            chunks.append(chunk)
+            if len(chunks) == 1:  # the first step is in: the draft server dies
+                for proc in psutil.Process(own.proc.pid).children(recursive=True):
+                    proc.kill()
+        total = chunks[0]
+        for chunk in chunks[1:]:
+            total += chunk
+        stats = total.response_metadata["specreason"]
+        assert stats["draft_down"].startswith(f"draft endpoint at {own.urls['draft']}: ")
+        assert stats["steps_base"] >= 1  # the base model wrote the steps after the kill
+        assert stats["steps_accepted"] >= 1  # the draft's steps before the kill are kept
+        assert total.content.strip()
+    finally:
+        if own.proc.poll() is None:
+            own.proc.kill()
+        own.proc.wait(timeout=60)
+
+
+CLIENT = textwrap.dedent("""
+    import asyncio, json, sys
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from prometheus_client.parser import text_string_to_metric_families
+    from langchain_specreason import ChatSpecReason
+
+    async def main():
+        async with AsyncSqliteSaver.from_conn_string(sys.argv[1]) as saver:
+            llm = ChatSpecReason(checkpointer=saver, **json.loads(sys.argv[2]))
+            async for chunk in llm.astream(sys.argv[3], thread_id="crash-1"):
+                print(json.dumps(chunk.content), flush=True)
+
+    asyncio.run(main())
+""")
+
+
+class Recording:
+    """An endpoint that notes the trace each generation call continues ('' for none)."""
+
+    def __init__(self, inner: OpenAIEndpoint) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.continued: list[str] = []
+
+    def _note(self, request) -> None:
+        self.continued.append(request.messages[-1]["content"] if request.continue_final
+                              else "")
+
+    async def complete(self, request):
+        self._note(request)
+        return await self.inner.complete(request)
+
+    def stream(self, request):
+        self._note(request)
+        return self.inner.stream(request)
+
+    def __getattr__(self, name):  # tokenize, max_model_len, prompt_logprobs, ...
+        return getattr(self.inner, name)
+
+
+async def test_a_killed_client_resumes_from_its_on_disk_checkpoint_without_redoing_steps(
+        pair, tmp_path: Path):
+    draft_url, base_url = pair
+    path = str(tmp_path / "checkpoints.sqlite")
+    settings = {**FAST, "draft_url": draft_url, "base_url": base_url, "lookahead": False}
+    child = subprocess.Popen([sys.executable, "-c", CLIENT, path, json.dumps(settings), QUESTION],
+                             stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+    assert child.stdout is not None
+    printed: list[str] = []
+    deadline = time.monotonic() + 300
+    while len(printed) < 3 and time.monotonic() < deadline:
+        if select.select([child.stdout], [], [], 5)[0]:
+            line = child.stdout.readline()
+            if not line:
+                break
+            printed.append(json.loads(line))
+    child.kill()  # SIGKILL mid-run: no clean-up of any kind
+    child.wait(timeout=30)
+    assert len(printed) == 3, printed
+
+    async with AsyncSqliteSaver.from_conn_string(path) as saver:
+        draft = Recording(OpenAIEndpoint(draft_url, name="draft"))
+        llm = ChatSpecReason(draft_endpoint=draft,
+                             base_endpoint=OpenAIEndpoint(base_url, name="base"),
+                             checkpointer=saver, **{**FAST, "lookahead": False})
+        saved = (await llm.graph.aget_state({"configurable": {"thread_id": "crash-1"}})
+                 ).values["steps"]
+        assert saved, "nothing was checkpointed before the kill"
+        assert [s["text"] for s in saved] == printed[: len(saved)]
+        reply = await llm.ainvoke(QUESTION, thread_id="crash-1")
+    kept = "".join(s["text"] for s in saved)
+    assert reply.content.startswith(kept)  # 0 lost steps
+    # the resumed call drafted only after the saved steps: none was written again
+    assert draft.continued and all(trace.startswith(kept) for trace in draft.continued)
+
+
+SYNC_CLIENT = textwrap.dedent("""
+    import json, sys
+    from langchain_specreason import ChatSpecReason
+
+    llm = ChatSpecReason(**json.loads(sys.argv[1]))
+    print("calling", flush=True)
+    try:
+        llm.invoke(sys.argv[2])
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        sys.exit(130)
+""")
+
+
+async def aborted(url: str) -> float:
+    """Requests the server aborted so far (a client that went away)."""
+    server = OpenAIEndpoint(url, name="metrics", max_retries=0)
+    return sum(sample.value for family in text_string_to_metric_families(await server.metrics())
+               if family.name == REQUESTS for sample in family.samples
+               if sample.name.endswith("_total")
+               and sample.labels.get("finished_reason") == "abort")
+
+
+async def test_ctrl_c_on_a_sync_call_leaves_no_request_running_on_the_servers(pair):
+    draft_url, base_url = pair
+    settings = {**FAST, "draft_url": draft_url, "base_url": base_url, "budget": 2000,
+                "step_max_tokens": 400, "answer_max_tokens": 400, "judge": "arithmetic"}
+    aborts = await aborted(draft_url) + await aborted(base_url)
+    child = subprocess.Popen([sys.executable, "-c", SYNC_CLIENT, json.dumps(settings),
+                              QUESTION + " Explain every step at length."],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "calling"  # imported, Ctrl-C handled
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # wait until a server is generating for it
+            if await in_flight(draft_url) + await in_flight(base_url) > 0:
+                break
+            await asyncio.sleep(0.2)
+        else:
+            raise AssertionError("the sync call never reached a server")
+        await asyncio.sleep(1.0)  # mid-step: a 400-token step takes the draft much longer
+        child.send_signal(signal.SIGINT)  # Ctrl-C
+        out, _ = child.communicate(timeout=60)
+        assert child.returncode == 130 and "interrupted" in out
+    finally:
+        if child.poll() is None:
+            child.kill()
+    # the servers aborted the call that was in flight, and nothing of it runs any more
+    deadline = time.monotonic() + 20
+    while (await aborted(draft_url) + await aborted(base_url) == aborts
+           or await in_flight(draft_url) + await in_flight(base_url) > 0):
+        assert time.monotonic() < deadline, "a request was left running on a server"
+        await asyncio.sleep(0.5)
