@@ -21,7 +21,6 @@ from urllib.parse import urlsplit
 import psutil
 import pytest
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-from prometheus_client.parser import text_string_to_metric_families
 
 from langchain_specreason import ChatSpecReason, EndpointError, OpenAIEndpoint
 from langchain_specreason.metrics import REQUESTS, in_flight, scrape
@@ -133,7 +132,6 @@ async def test_a_killed_draft_server_hands_the_rest_of_the_run_to_the_base_model
 CLIENT = textwrap.dedent("""
     import asyncio, json, sys
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-from prometheus_client.parser import text_string_to_metric_families
     from langchain_specreason import ChatSpecReason
 
     async def main():
@@ -220,20 +218,13 @@ SYNC_CLIENT = textwrap.dedent("""
 """)
 
 
-async def aborted(url: str) -> float:
-    """Requests the server aborted so far (a client that went away)."""
-    server = OpenAIEndpoint(url, name="metrics", max_retries=0)
-    return sum(sample.value for family in text_string_to_metric_families(await server.metrics())
-               if family.name == REQUESTS for sample in family.samples
-               if sample.name.endswith("_total")
-               and sample.labels.get("finished_reason") == "abort")
-
-
 async def test_ctrl_c_on_a_sync_call_leaves_no_request_running_on_the_servers(pair):
     draft_url, base_url = pair
-    settings = {**FAST, "draft_url": draft_url, "base_url": base_url, "budget": 2000,
-                "step_max_tokens": 400, "answer_max_tokens": 400, "judge": "arithmetic"}
-    aborts = await aborted(draft_url) + await aborted(base_url)
+    # one long draft step (no blank-line delimiter in sight, end of text ignored): left
+    # running, it would keep the draft server busy for far longer than the bound below
+    settings = {**FAST, "draft_url": draft_url, "base_url": base_url, "budget": 3200,
+                "step_max_tokens": 3000, "answer_max_tokens": 16, "judge": "arithmetic",
+                "delimiter": "@@@@", "extra_body": {"ignore_eos": True}}
     child = subprocess.Popen([sys.executable, "-c", SYNC_CLIENT, json.dumps(settings),
                               QUESTION + " Explain every step at length."],
                              stdout=subprocess.PIPE, text=True)
@@ -247,16 +238,15 @@ async def test_ctrl_c_on_a_sync_call_leaves_no_request_running_on_the_servers(pa
             await asyncio.sleep(0.2)
         else:
             raise AssertionError("the sync call never reached a server")
-        await asyncio.sleep(1.0)  # mid-step: a 400-token step takes the draft much longer
+        await asyncio.sleep(1.0)  # mid-step
         child.send_signal(signal.SIGINT)  # Ctrl-C
         out, _ = child.communicate(timeout=60)
         assert child.returncode == 130 and "interrupted" in out
     finally:
         if child.poll() is None:
             child.kill()
-    # the servers aborted the call that was in flight, and nothing of it runs any more
-    deadline = time.monotonic() + 20
-    while (await aborted(draft_url) + await aborted(base_url) == aborts
-           or await in_flight(draft_url) + await in_flight(base_url) > 0):
+    # the servers dropped the call that was in flight: nothing of it runs any more
+    deadline = time.monotonic() + 5
+    while await in_flight(draft_url) + await in_flight(base_url) > 0:
         assert time.monotonic() < deadline, "a request was left running on a server"
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.25)
