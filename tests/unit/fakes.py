@@ -68,15 +68,20 @@ def partial_of(request: ChatRequest) -> str:
 @contextlib.contextmanager
 def loopback_server(
     respond: Callable[[str, dict[str, Any]], tuple[int, dict[str, Any] | None]],
+    *, seen: list[tuple[str, str, dict[str, str]]] | None = None,
 ) -> Iterator[str]:
-    """A local HTTP stand-in for a vLLM route: ``respond(path, json_body) -> (status, json)``.
+    """A local HTTP stand-in for vLLM routes: ``respond(path, json_body) -> (status, json)``.
 
-    Sockets are opened for 127.0.0.1 only, for the block's duration; yields the root URL.
+    GET and POST are answered (a GET has an empty body); ``seen``, when given, receives each
+    request's ``(method, path, headers)`` (header names lower-cased). Sockets are opened for
+    127.0.0.1 only, for the block's duration; yields the root URL.
     """
     import pytest_socket
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
+        def _answer(self, method: str) -> None:
+            if seen is not None:
+                seen.append((method, self.path, {k.lower(): v for k, v in self.headers.items()}))
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             status, body = respond(self.path, json.loads(raw) if raw else {})
@@ -86,6 +91,12 @@ def loopback_server(
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def do_GET(self):
+            self._answer("GET")
+
+        def do_POST(self):
+            self._answer("POST")
 
         def log_message(self, *args):
             pass

@@ -4,12 +4,9 @@ without a key is refused, and secrets never reach logs or ``meta.json``. No serv
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
-import threading
 import types
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
@@ -36,6 +33,8 @@ from langchain_specreason.serving.secrets import (
     redact_env,
     redact_record,
 )
+
+from .fakes import loopback_server
 
 KEY = "sk-very-secret-0123"
 HF = "hf_also_secret_4567"
@@ -304,46 +303,14 @@ def test_servers_the_bench_starts_get_the_clients_key(monkeypatch):
     assert seen == {"roles": ("draft", "base"), "api_key": KEY}
 
 
-@contextlib.contextmanager
-def _header_recorder():
-    """A local stand-in for vLLM's routes that records each request's Authorization header."""
-    import pytest_socket
-
-    seen: list[tuple[str, str | None]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def _reply(self, body: dict[str, object]) -> None:
-            seen.append((self.path, self.headers.get("Authorization")))
-            data = json.dumps(body).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self):
-            self._reply({"object": "list", "data": [{"id": "m", "object": "model",
-                                                     "created": 0, "owned_by": "x"}]})
-
-        def do_POST(self):
-            self._reply({})
-
-        def log_message(self, *args):
-            pass
-
-    pytest_socket.enable_socket()
-    pytest_socket.socket_allow_hosts(["127.0.0.1"])
-    server = HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}", seen
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 async def test_bench_helpers_send_the_key():
-    with _header_recorder() as (url, seen):
+    def respond(path, body):
+        models = [{"id": "m", "object": "model", "created": 0, "owned_by": "x"}]
+        return 200, {"object": "list", "data": models} if path == "/v1/models" else {}
+
+    seen: list[tuple[str, str, dict[str, str]]] = []
+    with loopback_server(respond, seen=seen) as url:
         assert [m["id"] for m in await served_models(f"{url}/v1", api_key=KEY)] == ["m"]
         assert await reset_prefix_cache(f"{url}/v1", api_key=KEY) is True
-    assert seen == [("/v1/models", f"Bearer {KEY}"), ("/reset_prefix_cache", f"Bearer {KEY}")]
+    assert [(path, headers.get("authorization")) for _, path, headers in seen] == [
+        ("/v1/models", f"Bearer {KEY}"), ("/reset_prefix_cache", f"Bearer {KEY}")]
