@@ -128,6 +128,16 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             Seconds per server call.
         max_retries: int
             Retries of transient server errors (connection, 408, 429, 5xx).
+        model_kwargs, extra_body: dict
+            More request fields for every chat request to both servers (vLLM's
+            ``repetition_penalty``, ``chat_template_kwargs``, ...); ``extra_body`` also per call.
+        default_headers: dict
+            Headers of every request.
+        http_client, http_async_client: httpx2.AsyncClient
+            The clients the openai SDK sends through, for sync and async calls (one event
+            loop each).
+        stream_usage: bool
+            Usage on a stream's last chunk (default ``True``).
 
     Instantiate:
         .. code-block:: python
@@ -161,6 +171,20 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
                 ...
             msgs = await llm.abatch(["2+2?", "3*3?"])
 
+    Structured output:
+        .. code-block:: python
+
+            from pydantic import BaseModel
+
+            class Product(BaseModel):
+                name: str
+                price: float
+
+            llm.with_structured_output(Product).invoke("A pen costs 3 dollars.")
+
+        ``json_schema`` (default) and ``json_mode`` send ``response_format`` with the answer
+        call; ``function_calling`` forces a tool call.
+
     Tools:
         .. code-block:: python
 
@@ -175,7 +199,9 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             msg.tool_calls  # [{'name': 'multiply', 'args': {'a': 123, 'b': 456}, ...}]
 
         The answer phase is written by the base model with the tools (vLLM's tool-call parser
-        on the base server; the serve profiles enable it).
+        on the base server; the serve profiles enable it). Streamed, the calls arrive as
+        ``tool_call_chunks`` as the server sends them. A call the model wrote as text (bare
+        JSON, a fenced block) is read back when the server parsed none.
 
     Response metadata:
         .. code-block:: python
@@ -587,6 +613,10 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         start = time.perf_counter()
         state: dict[str, Any] = {}
         config = self._run_config(run_manager)
+        # output_version="v1" numbers content blocks by runs of one type (LangChain counts
+        # them as the chunks pass): the calls' blocks follow the text's, not overlap them
+        step_kind = "reasoning" if think else "text"
+        runs, kind, first_call = 0, "", None
         graph = self._graph_for(self.spec_config(**kwargs), kwargs.get("extra_body"))
         turns: list[BaseMessage | RemoveMessage] = list(messages)
         resume = False
@@ -599,6 +629,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
                 saved.values.get("messages") or [], messages)
             if resume:  # the same call, interrupted: go on from its last step
                 for record in saved.values.get("steps") or []:  # what it had already
+                    runs, kind = (runs + 1, step_kind) if kind != step_kind else (runs, kind)
                     yield ChatGenerationChunk(message=_step_chunk(record["text"], think))
             else:  # this call's conversation replaces the thread's
                 turns = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages]
@@ -613,15 +644,18 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
                 continue
             event = cast(Event, item)
             if event["type"] == "step":
-                chunk = _step_chunk(event["text"], think)
+                chunk, this = _step_chunk(event["text"], think), step_kind
             elif event["type"] == "answer_delta":
-                chunk = AIMessageChunk(content=event["text"])
+                chunk, this = AIMessageChunk(content=event["text"]), "text"
             elif event["type"] == "answer_tool_call":  # as the base server streams it
-                chunk = AIMessageChunk(content="", tool_call_chunks=[tool_call_chunk(
+                if first_call is None:
+                    first_call = runs if self.output_version == "v1" else 0
+                chunk, this = AIMessageChunk(content="", tool_call_chunks=[tool_call_chunk(
                     name=event["name"], args=event["args"], id=event["id"],
-                    index=event["index"])])
+                    index=first_call + event["index"])]), "tool_call_chunk"
             else:
                 continue
+            runs, kind = (runs + 1, this) if kind != this else (runs, kind)
             yield ChatGenerationChunk(message=chunk)
         wall = time.perf_counter() - start
         self._learn_window([await e.max_model_len()  # asked by the run already: cached

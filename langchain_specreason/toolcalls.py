@@ -47,6 +47,26 @@ def may_be_a_call(text: str) -> bool:
     return any(head.startswith(p) or p.startswith(head) for p in ("```", "<tool_call>"))
 
 
+def call_prefix(text: str) -> str | None:
+    """The whole written call ``text`` begins with, once it is complete, else ``None``.
+
+    A JSON value, a closed fenced block or a closed ``<tool_call>`` tag at the start (after
+    blank space): a reader can stop there (small models repeat a call over and over).
+    """
+    head = text.lstrip()
+    skipped = len(text) - len(head)
+    if head.startswith("```") or head.startswith("<tool_call>"):
+        match = (_FENCE if head.startswith("```") else _TAGGED).match(head)
+        return text[: skipped + match.end()] if match else None
+    if head[:1] in ("{", "["):
+        try:
+            _, end = json.JSONDecoder().raw_decode(head)
+        except ValueError:
+            return None
+        return text[: skipped + end]
+    return None
+
+
 def recover_tool_calls(text: str, tool_names: Collection[str]) -> Recovered | None:
     """The tool calls written in ``text``, or ``None`` when it holds none.
 

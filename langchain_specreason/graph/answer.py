@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.tool import invalid_tool_call, tool_call
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
@@ -14,7 +16,7 @@ from ..endpoint import ChatRequest, Completion
 from ..events import AnswerDelta, AnswerToolCall
 from ..formats import continue_messages, to_openai_messages
 from ..state import SpecReasonState
-from ..toolcalls import may_be_a_call, recover_tool_calls
+from ..toolcalls import Recovered, call_prefix, may_be_a_call, recover_tool_calls
 from .nodes import Parts
 from .steps import answer_room, step_texts
 from .tracing import completion_outputs, traced_call
@@ -57,29 +59,80 @@ async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
             response_format=response_format,
         )
         writer = get_stream_writer()
-        pieces: list[str] = []
-        # With tools, a small model may write its call as text (bare JSON, a fenced block):
-        # text that may still be one is held back, then read as a call if the server parsed
-        # none (see langchain_specreason.toolcalls)
-        recover = bool(tools) and options.get("tool_choice") != "none"
+        pieces: list[str] = []  # the answer's text as written
+        said: list[str] = []  # the answer's text as streamed (held-back text not yet)
+        # With tools, a small model may write its call as text (bare JSON, a fenced block)
+        # instead of the tags the server's parser reads: text that may still be a call is
+        # held back, then read as one if the server parsed none (langchain_specreason.toolcalls)
+        tool_choice = options.get("tool_choice")
+        recover = bool(tools) and tool_choice != "none"
         names = {t.get("function", {}).get("name") for t in tools or []}
-        said: list[str] = []  # the answer's text, as it is streamed (held text not yet)
+        made = _calls_made(state["messages"])
+        recovered: list[dict[str, Any]] = []
         streamed_calls = False
 
         def say(piece: str) -> None:
             said.append(piece)
             writer(AnswerDelta(type="answer_delta", text=piece))
 
-        async def stream_answer() -> Completion:
+        def pass_on(item: Completion) -> None:
             nonlocal streamed_calls
+            for piece in item.tool_call_chunks:  # as the server streams them
+                streamed_calls = True
+                writer(AnswerToolCall(type="answer_tool_call", index=piece["index"],
+                                      id=piece.get("id"), name=piece.get("name"),
+                                      args=piece.get("arguments") or ""))
+
+        def read_calls(text: str, last: Completion) -> Recovered | None:
+            """The calls written in ``text``, set on ``last``.
+
+            Not one the conversation already made (small models repeat the last call after
+            its result).
+            """
+            found = recover_tool_calls(text, names)
+            fresh = [c for c in found.tool_calls if _key(c) not in made] if found else []
+            if not found or not fresh:
+                return None
+            last.tool_calls = fresh
+            last.finish_reason = "tool_calls"
+            recovered.extend(fresh)
+            return found
+
+        async def probe() -> Completion | None:
+            """An instruct tool turn: the call of a fresh reply with the tools, if it makes one.
+
+            The instruct trace is the reply's own text, and the steps do not see the tools,
+            so a reply continued after it rarely turns to a call. A fresh reply is read until
+            it is prose (dropped at once: the trace is continued instead) or a whole call.
+            """
+            fresh = dataclasses.replace(request, messages=conversation, continue_final=False)
+            last, text = Completion(text=""), ""
+            stream = endpoint.stream(fresh)
+            try:
+                async for item in stream:
+                    pass_on(item)
+                    if item.text:
+                        text += item.text
+                        if not streamed_calls and not may_be_a_call(text):
+                            return None  # prose
+                        if call_prefix(text) is not None:
+                            break  # a whole call is written: no need to read on
+                    elif not item.tool_call_chunks:
+                        last = item
+            finally:
+                close = getattr(stream, "aclose", None)
+                if close is not None:
+                    await close()
+            if last.tool_calls or streamed_calls:
+                return last
+            return last if read_calls(call_prefix(text) or text, last) else None
+
+        async def write() -> Completion:
+            """The answer: the reply continued after the trace, or after the thinking."""
             last = Completion(text="")
             holding = recover
             async for item in endpoint.stream(request):
-                for piece in item.tool_call_chunks:  # as the server streams them
-                    streamed_calls = True
-                    writer(AnswerToolCall(type="answer_tool_call", index=piece["index"],
-                                          id=piece.get("id"), name=piece.get("name"),
-                                          args=piece.get("arguments") or ""))
+                pass_on(item)
                 if item.text:
                     pieces.append(item.text)
                     if holding and may_be_a_call("".join(pieces)):
@@ -91,23 +144,22 @@ async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
                         say(item.text)
                 elif not item.tool_call_chunks:
                     last = item
-            if holding:  # the whole answer may be a written call
-                found = (recover_tool_calls("".join(pieces), names)
-                         if not last.tool_calls else None)
-                if found is not None:
-                    last.tool_calls = found.tool_calls
-                    last.finish_reason = "tool_calls"
-                    recovered.extend(found.tool_calls)
+            text = "".join(pieces)
+            if recover and not last.tool_calls and text:
+                found = read_calls(text, last)
+                if holding and found is not None:  # the held text was the call
                     if found.rest:
                         say(found.rest)
-                elif pieces:
-                    say("".join(pieces))
-            elif recover and not last.tool_calls and pieces:  # prose around a fenced call
-                found = recover_tool_calls("".join(pieces), names)
-                if found is not None:
-                    last.tool_calls = found.tool_calls
-                    last.finish_reason = "tool_calls"
-                    recovered.extend(found.tool_calls)
+                elif holding:
+                    say(text)
+            return last
+
+        async def stream_answer() -> Completion:
+            last = None
+            if recover and fmt.thinking_end is None and tool_choice in (None, "auto"):
+                last = await probe()
+            if last is None:
+                last = await write()
             if not streamed_calls:  # whole calls: recovered, or not streamed by the endpoint
                 for i, tc in enumerate(last.tool_calls):
                     fn = tc.get("function") or {}
@@ -115,7 +167,6 @@ async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
                                           name=fn.get("name"), args=fn.get("arguments") or ""))
             return last
 
-        recovered: list[dict[str, Any]] = []
         final = await traced_call(
             config, "write_answer",
             {"specreason_call": "answer", "specreason_stop": state.get("stop"),
@@ -139,6 +190,22 @@ async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
     return {"answer": full, "answer_tokens": final.completion_tokens,
             "answer_s": final.seconds, "answer_prompt_tokens": final.prompt_tokens,
             "answer_finish": final.finish_reason or "stop", "messages": [message]}
+
+
+def _key(tc: dict[str, Any]) -> tuple[str, str]:
+    """An OpenAI tool call as ``(name, arguments in canonical JSON)``."""
+    fn = tc.get("function") or {}
+    try:
+        args = json.dumps(json.loads(fn.get("arguments") or "{}"), sort_keys=True)
+    except ValueError:
+        args = fn.get("arguments") or ""
+    return fn.get("name") or "", args
+
+
+def _calls_made(messages: Sequence[BaseMessage]) -> set[tuple[str, str]]:
+    """The tool calls the conversation already made, as :func:`_key` gives them."""
+    return {(tc["name"], json.dumps(tc["args"], sort_keys=True))
+            for m in messages if isinstance(m, AIMessage) for tc in m.tool_calls}
 
 
 def _tool_call(tc: dict[str, Any]) -> Any:

@@ -173,3 +173,77 @@ def test_text_is_held_back_only_while_it_may_be_a_call():
         assert may_be_a_call(start), start
     for start in ("The", "12", "Sure, ```json", "<b>"):
         assert not may_be_a_call(start), start
+
+
+def fresh_and_continued(model: ChatSpecReason, fresh: str, continued: str) -> ScriptedEndpoint:
+    """The base server, asked with tools: a fresh reply writes ``fresh``, a reply continued
+    after the trace writes ``continued`` (no parsed call either way)."""
+    base = model.base_endpoint
+    handler = base.handler
+
+    def reply(req):
+        if req.tools:
+            text = continued if req.continue_final else fresh
+            return Completion(text=text, finish_reason="stop", completion_tokens=20)
+        return handler(req)
+
+    base.handler = reply
+    return base
+
+
+CALL = '{"name": "multiply", "arguments": {"a": 3, "b": 4}}'
+
+
+async def test_an_instruct_tool_turn_asks_a_fresh_reply_for_its_call_first():
+    model = fake_model()  # instruct: the trace is the reply, written without the tools
+    base = fresh_and_continued(model, "\n".join([CALL] * 3), "So it is 12.")
+    msg = await model.bind_tools([multiply]).ainvoke("3*4?")
+    assert [(c["name"], c["args"]) for c in msg.tool_calls] == [("multiply", {"a": 3, "b": 4})]
+    asked = [r for r in base.requests if r.tools]
+    assert [r.continue_final for r in asked] == [False]  # the fresh reply was the answer
+    assert asked[0].messages == [{"role": "user", "content": "3*4?"}]
+    # prose in the fresh reply: dropped at once, and the trace is continued as before
+    prose = fake_model()
+    base = fresh_and_continued(prose, "Three times four is twelve.", "So it is 12.")
+    msg = await prose.bind_tools([multiply]).ainvoke("3*4?")
+    assert msg.tool_calls == [] and msg.content.endswith("So it is 12. ")
+    assert "twelve" not in msg.content
+    assert [r.continue_final for r in base.requests if r.tools] == [False, True]
+
+
+async def test_a_written_call_the_conversation_already_made_is_not_made_again():
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    model = fake_model()
+    fresh_and_continued(model, CALL, "So it is 12.")
+    history = [HumanMessage("3*4?"),
+               AIMessage("", tool_calls=[{"name": "multiply", "args": {"a": 3, "b": 4},
+                                          "id": "call-1"}]),
+               ToolMessage("12", tool_call_id="call-1")]
+    msg = await model.bind_tools([multiply]).ainvoke(history)
+    assert msg.tool_calls == []  # small models repeat the call after its result
+    assert msg.content.endswith("So it is 12. ")
+
+
+async def test_with_output_version_v1_streamed_calls_are_tool_call_blocks():
+    model = ChatSpecReason(
+        draft_endpoint=ScriptedEndpoint("draft", lambda r: step("Look it up.", 3, end=True)),
+        base_endpoint=OpenAIEndpoint("http://base/v1", model="m", name="base",
+                                     transport=httpx2.MockTransport(ToolCallingVLLM())),
+        judge="arithmetic", output_version="v1")
+    full = None
+    async for chunk in model.bind_tools([get_weather]).astream("Weather in Paris?"):
+        full = chunk if full is None else full + chunk
+    assert [b["type"] for b in full.content_blocks] == ["text", "tool_call"]
+    assert full.content_blocks[1]["args"] == {"location": "Paris"}
+
+
+def test_call_prefix_is_the_whole_call_a_text_begins_with():
+    from langchain_specreason.toolcalls import call_prefix
+
+    assert call_prefix(CALL + "\n" + CALL) == CALL
+    assert call_prefix("  " + CALL[:-1]) is None  # not closed yet
+    assert call_prefix("```json\n" + CALL + "\n```\nmore") == "```json\n" + CALL + "\n```"
+    assert call_prefix("<tool_call>" + CALL + "</tool_call>x") == (
+        "<tool_call>" + CALL + "</tool_call>")
+    assert call_prefix("The answer") is None
