@@ -132,7 +132,7 @@ async def test_sync_calls_use_http_client_and_async_calls_http_async_client():
 
 
 def test_http_clients_must_be_httpx2_async_clients():
-    with pytest.raises(ConfigError, match="http_client must be an httpx2.AsyncClient"):
+    with pytest.raises(ConfigError, match=r"http_client must be an httpx2\.AsyncClient"):
         OpenAIEndpoint("http://b/v1", http_client=httpx2.Client())  # type: ignore[arg-type]
 
 
