@@ -193,10 +193,10 @@ async def _reset_caches() -> None:
         assert await OpenAIEndpoint(url).reset_prefix_cache() is True
 
 
-def _model(draft_url: str, base_url: str) -> ChatSpecReason:
+def _model(draft_url: str, base_url: str, budget: int = 96) -> ChatSpecReason:
     return ChatSpecReason(
         draft_endpoint=_endpoint(draft_url, "draft"), base_endpoint=_endpoint(base_url, "base"),
-        judge="score", temperature=0, seed=0, budget=96, step_max_tokens=24, max_tokens=24)
+        judge="score", temperature=0, seed=0, budget=budget, step_max_tokens=24, max_tokens=24)
 
 
 async def _measured_run(draft_url: str, base_url: str, key: str | None) -> dict:
@@ -209,9 +209,16 @@ async def _measured_run(draft_url: str, base_url: str, key: str | None) -> dict:
     per = [{k: a[k] - b[k] for k in a} for a, b in zip(after, before, strict=True)]
     queries = sum(p[CACHE_QUERIES] for p in per)
     hits = sum(p[CACHE_HITS] for p in per)
-    return {"judge_calls": msg.response_metadata["specreason"]["judge_calls"],
+    stats = msg.response_metadata["specreason"]
+    return {"judge_calls": stats["judge_calls"],
             "requests_per_replica": [int(p[REQUESTS]) for p in per],
+            # every base request of the run, as the replicas counted them
             "hit_rate": round(hits / queries, 3) if queries else None,
+            "hits_per_replica": [int(p[CACHE_HITS]) for p in per],
+            "queries_per_replica": [int(p[CACHE_QUERIES]) for p in per],
+            # the judge calls only, as the responses reported them (cached_tokens)
+            "judge_hit_rate": round(stats["judge_cached_tokens"] / stats["judge_prompt_tokens"],
+                                    3) if stats["judge_prompt_tokens"] else None,
             "answer": msg.content}
 
 
@@ -248,7 +255,7 @@ def _group_leader(serve: ServeProcess, url: str) -> psutil.Process:
 async def test_killing_one_replica_of_each_role_mid_run_still_gives_the_answer(pool):
     await _reset_caches()
     before = {role: await _counters(urls) for role, urls in REPLICAS.items()}
-    model = _model(pool.serve.urls["draft"], pool.serve.urls["base"])
+    model = _model(pool.serve.urls["draft"], pool.serve.urls["base"], budget=192)
     with routing_key("run-failover"):
         run = asyncio.ensure_future(model.ainvoke(QUESTION))
     # wait until the run has reached both pools, then kill the replica serving it in each
@@ -271,7 +278,8 @@ async def test_killing_one_replica_of_each_role_mid_run_still_gives_the_answer(p
     msg = await asyncio.wait_for(run, timeout=900)
     stats = msg.response_metadata["specreason"]
     pool.report["failover"] = {"killed": killed, "seconds_after_kill":
-                               round(time.monotonic() - started, 1), "steps": stats["steps"],
+                               round(time.monotonic() - started, 1),
+                               "steps_drafted": stats["steps_drafted"],
                                "answer": msg.content}
     assert msg.content.strip()
     assert pool.serve.proc.poll() is None  # `specreason serve` keeps serving
