@@ -81,7 +81,7 @@ class _Tok(NamedTuple):
 
 
 _TOKEN = re.compile(
-    r"(?P<nl>\n)|(?P<skip>[^\S\n]+|&|\*\*|\\?\$|\\[()\[\],;:! ]|\\\\|\\q?quad(?![A-Za-z])"
+    r"(?P<nl>\n|<\|[^|\n]{1,40}\|>)|(?P<skip>[^\S\n]+|&|\*\*|\\?\$|\\[()\[\],;:! ]|\\\\|\\q?quad(?![A-Za-z])"
     r"|\\(?:left|right)(?=[()])|(?<=[A-Za-z:.!?])\*|\*(?=[A-Za-z]))"
     r"|(?P<frac>\\[dt]?frac\s*\{)|(?P<open>\\(?:text|mathrm|textbf|mbox|boxed)\s*\{|\{)"
     r"|(?P<mid>\}\s*\{)|(?P<close>\})"
@@ -132,7 +132,10 @@ def _tokenize(text: str) -> list[_Tok]:
                 braces.append("o")
                 add(m, ("other", "{"))
         elif kind != "skip":
-            norm = {"num": tok.replace("{,}", "").replace(",", "")}.get(kind, _OPS.get(kind, tok))
+            # a chat special token (<|im_end|>) separates like a line break: a step that forges
+            # the end of its turn right after a result does not hide that result
+            norm = {"num": tok.replace("{,}", "").replace(",", ""), "nl": "\n"}.get(
+                kind, _OPS.get(kind, tok))
             add(m, ("op" if kind in _OPS else "other" if kind == "nl" else kind, norm))
     for i in range(1, len(toks) - 1):  # "3 x 4" is a product, "2x + 3" or "x = 7" is not
         a, t, b = toks[i - 1], toks[i], toks[i + 1]
