@@ -315,7 +315,8 @@ class Launcher:
                             if self.echo:
                                 # routers and single servers on stdout (`role: url`, what
                                 # clients read); replicas on stderr
-                                print(f"{run.label}: {run.url}", flush=True,
+                                print(f"{run.role if run.public else run.label}: "
+                                      f"{run.url}", flush=True,
                                       file=sys.stdout if run.public else sys.stderr)
                 if pending and time.monotonic() > deadline:
                     names = ", ".join(r.label for r in pending)

@@ -304,3 +304,42 @@ async def test_routing_headers_as_default_headers_of_an_openai_client_are_read_p
     await client.models.list()
     assert seen == [(None, "t"), ("run-7", "t"), (None, "t")]
     assert dict(RoutingHeaders()) == {} and bool(RoutingHeaders())
+
+
+def test_the_routers_are_printed_as_the_roles_on_stdout_the_replicas_on_stderr(
+        monkeypatch, tmp_path, capsys):
+    class _Healthy:
+        status_code = 200
+
+    class _Client:
+        def __init__(self, **kwargs):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def get(self, url):
+            return _Healthy()
+
+    procs: list[_Proc] = []
+
+    def popen(cmd, **kwargs):
+        procs.append(_Proc(2_000_000 + len(procs)))
+        return procs[-1]
+
+    monkeypatch.setitem(sys.modules, "vllm", types.ModuleType("vllm"))
+    monkeypatch.setattr(launcher_module.subprocess, "Popen", popen)
+    monkeypatch.setattr(launcher_module, "check_port_free", lambda host, port: None)
+    monkeypatch.setattr(launcher_module.os, "killpg", lambda pid, sig: None)
+    monkeypatch.setattr(launcher_module, "server_command", lambda spec, device: ["vllm"])
+    monkeypatch.setattr(replicas_module, "router_executable", lambda: "vllm-router")
+    monkeypatch.setattr(launcher_module.httpx, "Client", _Client)
+    with Launcher(load_profile("cpu-test"), log_dir=tmp_path, replicas=2, echo=True):
+        pass
+    out, err = capsys.readouterr()
+    assert out.splitlines() == ["draft: http://127.0.0.1:8101/v1", "base: http://127.0.0.1:8102/v1"]
+    assert "draft replica 1: http://127.0.0.1:8201/v1" in err.splitlines()
+    assert "base replica 2: http://127.0.0.1:8204/v1" in err.splitlines()
