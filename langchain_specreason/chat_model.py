@@ -608,6 +608,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         # the trace is reasoning for a think model, and for any model asked for JSON
         think = (get_format(self.family).thinking_end is not None
                  or bool(kwargs.get("response_format")))
+        messages = [_plain_reply(m) for m in messages]
         if stop:
             kwargs = {**kwargs, "stop": stop}
         start = time.perf_counter()
@@ -788,6 +789,20 @@ async def _until(deadline: float | None, stream: AsyncIterator[T]) -> AsyncItera
         close = getattr(items, "aclose", None)
         if close is not None:
             await close()
+
+
+def _plain_reply(message: BaseMessage) -> BaseMessage:
+    """An earlier reply as the servers read it: its text, its tool calls apart.
+
+    A reply kept in ``output_version="v1"`` form has content blocks (``tool_call``,
+    ``reasoning``, ...) that are not OpenAI content parts; its text stands for them (its tool
+    calls travel in ``tool_calls``, as ChatOpenAI sends them).
+    """
+    if isinstance(message, AIMessage) and isinstance(message.content, list) and any(
+            isinstance(b, dict) and b.get("type") not in ("text", "image_url")
+            for b in message.content):
+        return message.model_copy(update={"content": message.text})
+    return message
 
 
 def _step_chunk(text: str, think: bool) -> AIMessageChunk:

@@ -247,3 +247,21 @@ def test_call_prefix_is_the_whole_call_a_text_begins_with():
     assert call_prefix("<tool_call>" + CALL + "</tool_call>x") == (
         "<tool_call>" + CALL + "</tool_call>")
     assert call_prefix("The answer") is None
+
+
+async def test_a_v1_reply_with_tool_call_blocks_goes_back_as_text_and_tool_calls():
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    model = fake_model()
+    fresh_and_continued(model, "It is 12.", "So it is 12.")
+    reply = AIMessage(content=[{"type": "reasoning", "reasoning": "Think."},
+                               {"type": "text", "text": "Let me multiply."},
+                               {"type": "tool_call", "name": "multiply",
+                                "args": {"a": 3, "b": 4}, "id": "call-1"}],
+                      tool_calls=[{"name": "multiply", "args": {"a": 3, "b": 4},
+                                   "id": "call-1"}])
+    await model.bind_tools([multiply]).ainvoke(
+        [HumanMessage("3*4?"), reply, ToolMessage("12", tool_call_id="call-1")])
+    sent = model.base_endpoint.requests[-1].messages[1]
+    assert sent["content"] == "Let me multiply."  # no content part vLLM would refuse
+    assert sent["tool_calls"][0]["function"]["name"] == "multiply"
