@@ -32,6 +32,13 @@ async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
     choice, stop, response format) apply to this call only. With a ``response_format`` the
     answer is only what this call wrote (the JSON), and the trace is ``reasoning_content``
     for the instruct family too.
+
+    Tools: pieces of the server's tool calls are streamed as ``answer_tool_call`` events. A
+    call the model wrote as text (bare JSON, a fenced block) is read back when the server
+    parsed none (:mod:`~langchain_specreason.toolcalls`). An instruct tool turn with
+    ``tool_choice`` auto first asks for a fresh reply with the tools (the trace is the
+    reply's own text, written without them): a call there is the answer, prose ends it at
+    once and the trace is continued.
     """
     cfg, fmt = parts.config, parts.fmt
     steps = step_texts(state)
