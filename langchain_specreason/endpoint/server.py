@@ -62,10 +62,13 @@ def check_extra_body(extra: Mapping[str, Any] | None, what: str = "extra_body") 
     extra = dict(extra or {})
     taken = sorted(RESERVED_BODY_KEYS.intersection(extra))
     if taken:
+        unsupported = [k for k in taken if k in ("n", "logprobs", "top_logprobs")]
         raise ConfigError(
             f"{what} may not set {', '.join(taken)}: SpecReason sets them on each call (steps, "
             "judge, answer); use the fields / call arguments (temperature, max_tokens, seed, "
-            "stop, tools, with_structured_output) instead")
+            "stop, tools, with_structured_output) instead"
+            + (f"; {', '.join(unsupported)}: not supported (one answer per call; the judges "
+               "ask for logprobs themselves)" if unsupported else ""))
     return extra
 
 

@@ -65,6 +65,10 @@ def test_unknown_keyword_arguments_move_to_model_kwargs_with_a_warning():
     assert model.model_kwargs == {"repetition_penalty": 1.1}
     with pytest.raises(ConfigError, match="model_kwargs may not set n: SpecReason sets them"):
         ChatSpecReason(model_kwargs={"n": 2})
+    with pytest.warns(UserWarning, match="transferred to model_kwargs"), pytest.raises(
+            ConfigError, match=r"may not set logprobs, n: .*logprobs, n: not supported \(one "
+                               r"answer per call; the judges ask for logprobs themselves\)"):
+        ChatSpecReason(n=2, logprobs=True)  # ChatOpenAI options with no counterpart here
     with pytest.raises(ConfigError, match="extra_body may not set max_tokens, stream"):
         ChatSpecReason(extra_body={"max_tokens": 3, "stream": False})
 
