@@ -139,3 +139,17 @@ def test_the_router_version_is_the_scale_extras():
     for name in ("specreason-draft-router", "specreason-base-router"):
         init = _kind("Deployment")[name]["spec"]["template"]["spec"]["initContainers"][0]
         assert pinned in init["command"]
+
+
+@pytest.mark.parametrize("role", ["draft", "base"])
+def test_the_router_arguments_parse_with_the_routers_own_parser(role):
+    from vllm_router.launch_router import parse_router_args
+
+    router = _kind("Deployment")[f"specreason-{role}-router"]
+    parsed = parse_router_args(_container(router)["args"])
+    parsed._validate_router_args()
+    assert parsed.service_discovery and parsed.service_discovery_namespace == "specreason"
+    assert parsed.selector == {"app.kubernetes.io/part-of": "specreason",
+                               "app.kubernetes.io/component": role}
+    assert (parsed.policy, parsed.port, parsed.service_discovery_port) == (
+        "consistent_hash", 8000, 8000)

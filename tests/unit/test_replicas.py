@@ -343,3 +343,16 @@ def test_the_routers_are_printed_as_the_roles_on_stdout_the_replicas_on_stderr(
     assert out.splitlines() == ["draft: http://127.0.0.1:8101/v1", "base: http://127.0.0.1:8102/v1"]
     assert "draft replica 1: http://127.0.0.1:8201/v1" in err.splitlines()
     assert "base replica 2: http://127.0.0.1:8204/v1" in err.splitlines()
+
+
+def test_the_router_command_parses_with_the_routers_own_parser():
+    from vllm_router.launch_router import parse_router_args
+
+    router = plan_replicas(load_profile("cpu-test"), 3, policy="cache_aware").routers["draft"]
+    parsed = parse_router_args(router_command(router, executable="vllm-router")[1:])
+    parsed._validate_router_args()
+    assert parsed.worker_urls == [f"http://127.0.0.1:{p}" for p in (8201, 8202, 8203)]
+    assert (parsed.policy, parsed.port, parsed.prometheus_port) == ("cache_aware", 8101, 8207)
+    assert (parsed.retry_max_retries, parsed.cb_failure_threshold,
+            parsed.health_check_interval_secs) == (5, 3, 5)
+    assert parsed.api_key is None
