@@ -24,11 +24,7 @@ def multiply(a: int, b: int) -> int:
 
 @wrap_model_call
 async def tool_first(request, handler):
-    """Small models rarely choose a tool on their own: require one until a tool has answered.
-
-    (Qwen2.5-Coder-0.5B, the cpu-test base, writes its calls as bare JSON that vLLM's hermes
-    parser does not read, so `tool_choice="auto"` never yields a call from it.)
-    """
+    """Small models rarely choose a tool on their own: require one until a tool has answered."""
     if not any(isinstance(m, ToolMessage) for m in request.messages):
         request = request.override(tool_choice="required")
     return await handler(request)
@@ -55,3 +51,24 @@ async def test_agent_calls_the_tool_and_answers_with_its_result(servers):
     assert final.content.strip()
     # the turn after the tool result reasoned with SpecReason again
     assert final.response_metadata["specreason"]["judge_calls"] >= 1
+
+
+async def test_with_the_default_tool_choice_a_call_written_as_json_is_recovered(servers):
+    """Qwen2.5-Coder-0.5B, the cpu-test base, writes its call as a fenced JSON block that
+    vLLM's hermes parser does not read; ChatSpecReason reads it back, so the agent loop works
+    without forcing a tool."""
+    CALLS.clear()
+    model = ChatSpecReason(draft_url=servers.draft_url, base_url=servers.base_url,
+                           family=servers.family, temperature=0, seed=0, budget=48,
+                           step_max_tokens=32, max_tokens=64)
+    agent = create_agent(model, tools=[multiply],
+                         system_prompt="Use the multiply tool for every multiplication.")
+    out = await agent.ainvoke({"messages": [("user", "What is 123 * 456? Use the tool.")]},
+                              {"recursion_limit": 8})
+    messages = out["messages"]
+    assert CALLS and CALLS[0] == (123, 456), messages
+    first = next(m for m in messages if isinstance(m, AIMessage))
+    assert first.tool_calls[0]["name"] == "multiply"
+    assert first.response_metadata["finish_reason"] == "tool_calls"
+    assert '"name"' not in first.text  # the call is a call, not text
+    assert isinstance(messages[-1], AIMessage) and not messages[-1].tool_calls

@@ -38,20 +38,14 @@ class TestChatSpecReasonIntegration(ChatModelIntegrationTests):
     def supports_json_mode(self) -> bool:
         return True  # response_format={"type": "json_object"} on the base server
 
-    def test_json_mode(self, model):
-        # In free JSON (json_object) the 0.5B base repeats one sentence until max_tokens;
-        # vLLM's repetition_penalty, sent with extra_body, stops that (the unit tests pin
-        # json_mode itself: tests/unit/test_structured_output.py).
-        super().test_json_mode(ChatSpecReason(**self.chat_model_params,
-                                              extra_body={"repetition_penalty": 1.1}))
-
     @pytest.mark.xfail(reason=(
-        "cpu-test's base, Qwen2.5-Coder-0.5B, writes tool calls as bare JSON without the "
-        "<tool_call> tags vLLM's hermes parser reads, so tool_choice='auto' yields no call; "
-        "forced choice works (test_tool_calling, tests/integration/test_agent.py)"))
-    @pytest.mark.parametrize("model", [{}, {"output_version": "v1"}], indirect=True)
-    def test_agent_loop(self, model):
-        super().test_agent_loop(model)
+        "in free JSON (json_object) the 0.5B base repeats one sentence inside the object "
+        "until max_tokens, so the JSON never closes; with vLLM's repetition_penalty sent "
+        "through extra_body it completes (test_json_mode_with_a_repetition_penalty in "
+        "tests/integration/test_chat_model.py; json_mode itself: "
+        "tests/unit/test_structured_output.py)"))
+    def test_json_mode(self, model):
+        super().test_json_mode(model)
 
     @pytest.mark.xfail(reason=(
         "Qwen2.5-Coder-0.5B fills a no-argument call with its JSON schema "
