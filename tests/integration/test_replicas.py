@@ -235,10 +235,13 @@ async def test_a_runs_calls_stay_on_one_replica_and_keep_its_prefix_cache(pool):
     print(json.dumps(pool.report["affinity"], indent=2))
     assert keyed["judge_calls"] >= 2
     assert sorted(keyed["requests_per_replica"])[0] == 0  # every base call on one replica
-    assert min(unkeyed["requests_per_replica"]) > 0  # body hashes: spread over both
-    # the same calls in the same order on one warm-up-free cache: the same hits as one server
+    # the same calls in the same order on one emptied cache: the same hits as one server
     assert keyed["hit_rate"] == pytest.approx(alone["hit_rate"], abs=0.02)
-    assert keyed["hit_rate"] > unkeyed["hit_rate"]
+    # without a key the router hashes each body: the calls scatter (all on one replica by
+    # chance: 2 / 2**calls), and a call on the other replica misses the run's prefix
+    assert keyed["hit_rate"] >= unkeyed["hit_rate"]
+    if min(unkeyed["requests_per_replica"]) > 0:
+        assert keyed["hit_rate"] > unkeyed["hit_rate"]
 
 
 def _group_leader(serve: ServeProcess, url: str) -> psutil.Process:
