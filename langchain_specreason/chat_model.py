@@ -565,11 +565,13 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
 
     # -- generation -----------------------------------------------------------------------
     def _answer_options(self, kwargs: dict[str, Any]) -> AnswerOptions:
-        """Tools, tool choice and stop of this call, for the graph's answer node."""
+        """How this call's answer is made, for the graph's answer node (:class:`AnswerOptions`)."""
         options: AnswerOptions = {}
         if kwargs.get("tools"):
             options["tools"] = kwargs["tools"]
             options["tool_choice"] = kwargs.get("tool_choice")
+            if kwargs.get("parallel_tool_calls") is not None:
+                options["parallel_tool_calls"] = bool(kwargs["parallel_tool_calls"])
         if kwargs.get("response_format"):
             options["response_format"] = _response_format(kwargs["response_format"])
         stop = kwargs.get("stop") or self.stop

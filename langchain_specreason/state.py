@@ -118,6 +118,8 @@ class AnswerOptions(TypedDict, total=False):
     tools: list[dict[str, Any]]
     """OpenAI-format tools the answer may call."""
     tool_choice: str | dict[str, Any] | None
+    parallel_tool_calls: bool
+    """Whether the answer may hold several tool calls (absent: the server's default)."""
     stop: list[str] | None
     """Stop sequences of the answer."""
     response_format: dict[str, Any]

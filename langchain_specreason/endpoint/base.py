@@ -31,6 +31,8 @@ class ChatRequest:
     """Ask for the log-probability of each generated token (:attr:`Completion.token_logprobs`)."""
     tools: list[dict[str, Any]] | None = None
     tool_choice: Any = None
+    parallel_tool_calls: bool | None = None
+    """Whether the reply may hold several tool calls (``None``: the server's default)."""
     response_format: dict[str, Any] | None = None
     """OpenAI ``response_format``: ``{"type": "json_schema", "json_schema": {...}}`` or
     ``{"type": "json_object"}`` (vLLM decodes the reply under that grammar)."""

@@ -349,11 +349,18 @@ class OpenAIEndpoint:
         """The served model name, discovered from ``/v1/models`` when not given."""
         if self.model is None:
             page = await self._call(self.client.models.list, timeout=self._short)
-            ids = [m.id for m in page.data]
-            if not ids:
-                raise EndpointError(self.name, self.base_url, "the server lists no model")
-            self.model = ids[0]
+            self.model = self._only_model([m.id for m in page.data])
         return self.model
+
+    def _only_model(self, ids: list[str]) -> str:
+        """The one model a server lists; a server with several needs the model named."""
+        if not ids:
+            raise EndpointError(self.name, self.base_url, "the server lists no model")
+        if len(ids) > 1:
+            raise ConfigError(f"the {self.name} server at {self.base_url} serves "
+                              f"{len(ids)} models ({', '.join(ids)}); name the one to use "
+                              f"(model=... / {self.name}_model=...)")
+        return ids[0]
 
     async def discover(self) -> None:
         """Learn the served model's name and window from one ``/v1/models`` request.
@@ -365,9 +372,10 @@ class OpenAIEndpoint:
             page = await self.client.models.list(timeout=self._short)
         except openai.APIError as exc:
             raise EndpointError(self.name, self.base_url, f"/v1/models: {exc}") from exc
+        if self.model is None:
+            self.model = self._only_model([m.id for m in page.data])
         for model in page.data:
-            if self.model in (None, model.id):
-                self.model = model.id
+            if model.id == self.model:
                 value = (model.model_extra or {}).get("max_model_len")
                 self._window = int(value) if value else 0
                 return
@@ -410,6 +418,8 @@ class OpenAIEndpoint:
             kwargs["tools"] = request.tools
             if request.tool_choice is not None:
                 kwargs["tool_choice"] = request.tool_choice
+            if request.parallel_tool_calls is not None:
+                kwargs["parallel_tool_calls"] = request.parallel_tool_calls
         if request.response_format:
             kwargs["response_format"] = request.response_format
         return kwargs

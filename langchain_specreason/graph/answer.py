@@ -63,6 +63,7 @@ async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
             messages=messages, max_tokens=answer_room(cfg, state), continue_final=cont,
             temperature=cfg.temperature, top_p=cfg.top_p, seed=cfg.seed,
             stop=options.get("stop"), tools=tools, tool_choice=options.get("tool_choice"),
+            parallel_tool_calls=options.get("parallel_tool_calls"),
             response_format=response_format,
         )
         writer = get_stream_writer()

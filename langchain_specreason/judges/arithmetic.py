@@ -81,7 +81,8 @@ class _Tok(NamedTuple):
 
 
 _TOKEN = re.compile(
-    r"(?P<nl>\n|<\|[^|\n]{1,40}\|>)|(?P<skip>[^\S\n]+|&|\*\*|\\?\$|\\[()\[\],;:! ]|\\\\|\\q?quad(?![A-Za-z])"
+    r"(?P<nl>\n|<\|[^|\n]{1,40}\|>)"
+    r"|(?P<skip>[^\S\n]+|&|\*\*|\\?\$|\\[()\[\],;:! ]|\\\\|\\q?quad(?![A-Za-z])"
     r"|\\(?:left|right)(?=[()])|(?<=[A-Za-z:.!?])\*|\*(?=[A-Za-z]))"
     r"|(?P<frac>\\[dt]?frac\s*\{)|(?P<open>\\(?:text|mathrm|textbf|mbox|boxed)\s*\{|\{)"
     r"|(?P<mid>\}\s*\{)|(?P<close>\})"

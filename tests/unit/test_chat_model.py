@@ -91,6 +91,10 @@ async def test_invoke_metadata_and_usage_for_instruct_family():
     assert meta["tokens_by_model"] == {"draft": 12, "base": 5}
     assert msg.usage_metadata["output_tokens"] == 13
     assert msg.usage_metadata["total_tokens"] == msg.usage_metadata["input_tokens"] + 13
+    # the judges' readings are reported apart, not as the user's input tokens
+    judged = model.base_endpoint.judge_calls()
+    assert len(judged) == 3 and meta["specreason"]["judge_calls"] == 3
+    assert "judge_prompt_tokens" in meta["specreason"]
 
 
 def test_sync_invoke_and_stream_share_the_async_path():

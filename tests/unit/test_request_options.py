@@ -203,3 +203,36 @@ def test_a_server_that_does_not_answer_leaves_the_name_to_the_first_call():
     assert model._get_ls_params()["ls_model_name"] == "base"
     assert time.perf_counter() - start < 2  # one attempt, no retries
     assert "max_input_tokens" not in model.profile
+
+
+async def test_a_server_with_several_models_needs_the_model_named():
+    def two_models(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, json={"object": "list", "data": [
+            {"id": name, "object": "model", "created": 0, "owned_by": "x"}
+            for name in ("qwen-1.5b", "qwen-7b")]})
+
+    endpoint = OpenAIEndpoint("http://base/v1", name="base",
+                              transport=httpx2.MockTransport(two_models))
+    with pytest.raises(ConfigError, match=r"the base server at http://base/v1 serves 2 models "
+                                          r"\(qwen-1.5b, qwen-7b\); name the one to use"):
+        await endpoint.model_name()
+    named = OpenAIEndpoint("http://base/v1", name="base", model="qwen-7b",
+                           transport=httpx2.MockTransport(two_models))
+    assert await named.model_name() == "qwen-7b"
+
+
+async def test_parallel_tool_calls_reach_the_answer_call_only():
+    from langchain_core.tools import tool
+
+    @tool
+    def multiply(a: int, b: int) -> int:
+        """Multiply two integers."""
+        return a * b
+
+    server = FakeVLLM()
+    model = served_model(server, judge="arithmetic")
+    await model.bind_tools([multiply], parallel_tool_calls=False).ainvoke("What is 12*7?")
+    bodies = server.chat_bodies()
+    with_tools = [b for b in bodies if b.get("tools")]
+    assert with_tools and all(b["parallel_tool_calls"] is False for b in with_tools)
+    assert all("parallel_tool_calls" not in b for b in bodies if not b.get("tools"))
