@@ -61,6 +61,7 @@ from .endpoint import (
     WindowedEndpoint,
     endpoint_pair,
 )
+from .endpoint.routing import routing_key
 from .endpoint.server import check_extra_body
 from .errors import ConfigError, DeadlineError, EndpointError
 from .events import Event
@@ -639,27 +640,31 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         inputs = None if resume else {"messages": turns,
                                       "answer_options": self._answer_options(kwargs)}
         deadline = kwargs.get("deadline", self.deadline)
-        async for mode, item in _until(deadline, graph.astream(
-            cast(SpecReasonInput | None, inputs), config, stream_mode=["custom", "values"]
-        )):
-            if mode == "values":
-                state = cast(dict[str, Any], item)
-                continue
-            event = cast(Event, item)
-            if event["type"] == "step":
-                chunk, this = _step_chunk(event["text"], think), step_kind
-            elif event["type"] == "answer_delta":
-                chunk, this = AIMessageChunk(content=event["text"]), "text"
-            elif event["type"] == "answer_tool_call":  # as the base server streams it
-                if first_call is None:
-                    first_call = runs if self.output_version == "v1" else 0
-                chunk, this = AIMessageChunk(content="", tool_call_chunks=[tool_call_chunk(
-                    name=event["name"], args=event["args"], id=event["id"],
-                    index=first_call + event["index"])]), "tool_call_chunk"
-            else:
-                continue
-            runs, kind = (runs + 1, this) if kind != this else (runs, kind)
-            yield ChatGenerationChunk(message=chunk)
+        # one routing key per run: behind vllm-router (consistent_hash) every call of the run
+        # lands on one replica, whose prefix cache then serves the next judge call
+        key = (config.get("configurable") or {}).get("thread_id") or uuid.uuid4().hex
+        with routing_key(key):
+            async for mode, item in _until(deadline, graph.astream(
+                cast(SpecReasonInput | None, inputs), config, stream_mode=["custom", "values"]
+            )):
+                if mode == "values":
+                    state = cast(dict[str, Any], item)
+                    continue
+                event = cast(Event, item)
+                if event["type"] == "step":
+                    chunk, this = _step_chunk(event["text"], think), step_kind
+                elif event["type"] == "answer_delta":
+                    chunk, this = AIMessageChunk(content=event["text"]), "text"
+                elif event["type"] == "answer_tool_call":  # as the base server streams it
+                    if first_call is None:
+                        first_call = runs if self.output_version == "v1" else 0
+                    chunk, this = AIMessageChunk(content="", tool_call_chunks=[tool_call_chunk(
+                        name=event["name"], args=event["args"], id=event["id"],
+                        index=first_call + event["index"])]), "tool_call_chunk"
+                else:
+                    continue
+                runs, kind = (runs + 1, this) if kind != this else (runs, kind)
+                yield ChatGenerationChunk(message=chunk)
         wall = time.perf_counter() - start
         self._learn_window([await e.max_model_len()  # asked by the run already: cached
                             for e in (self.endpoint("draft"), self.endpoint("base"))

@@ -43,6 +43,7 @@ import langchain_specreason.sync_bridge as sync_bridge  # its loop runs the sync
 
 from ..errors import ConfigError, ContextLengthError, EndpointError
 from .base import ChatRequest, Classified, Completion, PromptLogprobs
+from .routing import RoutingHeaders
 
 READ_PREFIX_CACHE_XARG = "specreason_read_prefix_cache"
 """The ``vllm_xargs`` key that lets a ``prompt_logprobs`` request read the prefix cache (the
@@ -259,7 +260,8 @@ class OpenAIEndpoint:
             client = openai.AsyncOpenAI(
                 base_url=self.base_url, api_key=self._api_key.get_secret_value(),
                 timeout=timeout, max_retries=0, http_client=http_client,
-                default_headers=self.default_headers or None,
+                # read at each request: the run's routing key (X-Session-ID) goes along
+                default_headers=RoutingHeaders(self.default_headers),
             )
             self._clients[loop] = client
         return client

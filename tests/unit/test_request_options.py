@@ -236,3 +236,15 @@ async def test_parallel_tool_calls_reach_the_answer_call_only():
     with_tools = [b for b in bodies if b.get("tools")]
     assert with_tools and all(b["parallel_tool_calls"] is False for b in with_tools)
     assert all("parallel_tool_calls" not in b for b in bodies if not b.get("tools"))
+
+
+async def test_every_call_of_a_run_carries_one_routing_key_and_runs_differ():
+    server = FakeVLLM()
+    model = served_model(server)
+    await model.ainvoke("What is 12*7?")
+    first = [headers.get("x-session-id") for _, headers, _ in server.requests]
+    await model.ainvoke("What is 13*7?")
+    second = [headers.get("x-session-id") for _, headers, _ in server.requests][len(first):]
+    # the calls of a run (models, tokenize, steps, answer) share one key; a new run, a new key
+    assert len(set(first)) == 1 and first[0]
+    assert len(set(second)) == 1 and second[0] != first[0]
