@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -34,24 +35,32 @@ from langchain_specreason.metrics import CACHE_HITS, CACHE_QUERIES, REQUESTS, sc
 from langchain_specreason.serving import launcher as launcher_module
 from langchain_specreason.serving.launcher import Launcher, check_port_free
 from langchain_specreason.serving.profiles import load_profile
+from langchain_specreason.serving.replicas import RouterSpec, router_command
 from tests.conftest import LOG_DIR, ServeProcess, start_serve
 
 pytestmark = pytest.mark.integration
 
 
 class _Keyed(httpx2.AsyncBaseTransport):
-    """Adds the run's routing headers to every request, as OpenAIEndpoint will itself."""
+    """Adds the run's routing headers to every request, as OpenAIEndpoint will itself.
+
+    One connection pool per event loop: the chat model also calls from its sync bridge's loop.
+    """
 
     def __init__(self) -> None:
-        self._inner = httpx2.AsyncHTTPTransport()
+        self._inner: dict[asyncio.AbstractEventLoop, httpx2.AsyncHTTPTransport] = {}
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         for name, value in routing_headers().items():
             request.headers[name] = value
-        return await self._inner.handle_async_request(request)
+        loop = asyncio.get_running_loop()
+        inner = self._inner.setdefault(loop, httpx2.AsyncHTTPTransport())
+        return await inner.handle_async_request(request)
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        inner = self._inner.pop(asyncio.get_running_loop(), None)
+        if inner is not None:
+            await inner.aclose()
 
 
 def _endpoint(url: str, name: str, **kwargs) -> OpenAIEndpoint:
@@ -174,7 +183,10 @@ def pool() -> Iterator[Pool]:
         # 1 GiB of KV cache per base replica instead of the profile's 2: 4 servers fit
         "--base-env", "VLLM_CPU_KVCACHE_SPACE=1",
         log_dir=LOG_DIR / "replicas", timeout=1800.0, name="serve-replicas")
-    report: dict = {"memory_gb_after_start": round(_rss_gb(serve), 2)}
+    report: dict = {"pss_gb_after_start": round(_rss_gb(serve), 2),
+                    "available_gb_before_start": round(free, 2),
+                    "available_gb_after_start":
+                        round(psutil.virtual_memory().available / 2**30, 2)}
     try:
         yield Pool(serve, report)
     finally:
@@ -222,32 +234,70 @@ async def _measured_run(draft_url: str, base_url: str, key: str | None) -> dict:
             "answer": msg.content}
 
 
+@contextlib.contextmanager
+def _round_robin_router(port: int, metrics_port: int) -> Iterator[str]:
+    """A second vllm-router over the base replicas, round robin: a run's calls scatter."""
+    spec = RouterSpec(role="base", port=port, metrics_port=metrics_port, policy="round_robin",
+                      workers=tuple(u.removesuffix("/v1") for u in REPLICAS["base"]))
+    with (LOG_DIR / "replicas" / "round-robin-router.log").open("wb") as log:
+        proc = subprocess.Popen(router_command(spec), stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with contextlib.suppress(httpx2.HTTPError):
+                if httpx2.get(f"http://127.0.0.1:{port}/health").status_code == 200:
+                    break
+            assert proc.poll() is None and time.monotonic() < deadline, "round robin router"
+            time.sleep(0.5)
+        yield spec.url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
 @pytest.mark.after_shutdown
 async def test_a_runs_calls_stay_on_one_replica_and_keep_its_prefix_cache(pool):
     router = {"draft": pool.serve.urls["draft"], "base": pool.serve.urls["base"]}
     assert router == {"draft": f"http://127.0.0.1:{DRAFT_PORT}/v1",
                       "base": f"http://127.0.0.1:{BASE_PORT}/v1"}
     keyed = await _measured_run(router["draft"], router["base"], "run-keyed")
+    # no key: vllm-router 0.1.17 hashes an empty text for chat requests ("request:" in its
+    # log), so every unkeyed request of every run goes to the same replica
     unkeyed = await _measured_run(router["draft"], router["base"], None)
+    with _round_robin_router(BASE_PORT + 6, FIRST + 7) as round_robin:
+        scattered = await _measured_run(router["draft"], round_robin, None)
     # one server alone: straight to base replica 1, no router
     alone = await _measured_run(REPLICAS["draft"][0], REPLICAS["base"][0], None)
-    pool.report["affinity"] = {"keyed": keyed, "unkeyed": unkeyed, "one_server": alone}
+    # different keys (runs) spread over the replicas: 8 one-token calls
+    base = _endpoint(router["base"], "base")
+    before = await _counters(REPLICAS["base"])
+    for i in range(8):
+        with routing_key(f"run-{i}"):
+            await base.complete(ChatRequest([{"role": "user", "content": "Hi"}], 1))
+    after = await _counters(REPLICAS["base"])
+    spread = [int(a[REQUESTS] - b[REQUESTS]) for a, b in zip(after, before, strict=True)]
+    pool.report["affinity"] = {"keyed": keyed, "unkeyed": unkeyed, "round_robin": scattered,
+                               "one_server": alone, "eight_keys_per_replica": spread}
     print(json.dumps(pool.report["affinity"], indent=2))
     assert keyed["judge_calls"] >= 2
     assert sorted(keyed["requests_per_replica"])[0] == 0  # every base call on one replica
+    assert sorted(unkeyed["requests_per_replica"])[0] == 0  # ... and every unkeyed call too
     # the same calls in the same order on one emptied cache: the same hits as one server
     assert keyed["hit_rate"] == pytest.approx(alone["hit_rate"], abs=0.02)
-    # without a key the router hashes each body: the calls scatter (all on one replica by
-    # chance: 2 / 2**calls), and a call on the other replica misses the run's prefix
-    assert keyed["hit_rate"] >= unkeyed["hit_rate"]
-    if min(unkeyed["requests_per_replica"]) > 0:
-        assert keyed["hit_rate"] > unkeyed["hit_rate"]
+    # round robin scatters a run over both replicas: each misses what the other cached
+    assert min(scattered["requests_per_replica"]) > 0
+    assert keyed["hit_rate"] > scattered["hit_rate"]
+    assert min(spread) > 0 and sum(spread) == 8  # runs with keys share the pool
 
 
 def _group_leader(serve: ServeProcess, url: str) -> psutil.Process:
     port = url.rsplit(":", 1)[1].split("/")[0]
     for child in psutil.Process(serve.proc.pid).children():
-        args = child.cmdline()
+        try:
+            args = child.cmdline()
+        except psutil.Error:  # a replica killed before, not yet reaped
+            continue
         if "--port" in args and args[args.index("--port") + 1] == port and "vllm" in " ".join(
                 args[:3]):
             return child
@@ -298,7 +348,8 @@ async def test_killing_one_replica_of_each_role_mid_run_still_gives_the_answer(p
 
 @pytest.mark.after_shutdown
 def test_ctrl_c_stops_the_routers_and_every_replica(pool):
-    pool.report["memory_gb_before_stop"] = round(_rss_gb(pool.serve), 2)
+    pool.report["pss_gb_before_stop"] = round(_rss_gb(pool.serve), 2)
+    pool.report["available_gb_before_stop"] = round(psutil.virtual_memory().available / 2**30, 2)
     pids = pool.serve.server_pids()
     assert len(pids) >= 4  # routers and the replicas left, with vLLM's engine processes
     assert pool.serve.interrupt() == 130
