@@ -35,22 +35,32 @@ def run_python(code: str, servers, tmp_path: Path) -> subprocess.CompletedProces
                           env=env, cwd=tmp_path, timeout=900, stdin=subprocess.DEVNULL)
 
 
-def test_the_use_section_has_the_two_snippets():
+SNIPPETS = ("create_specreason_graph", "ChatSpecReason(budget=512", "with_structured_output",
+            "custom_judge=")
+"""What each snippet of the Use section shows, in order."""
+
+
+def test_the_use_section_has_its_snippets_in_order():
     snippets = use_snippets()
-    assert len(snippets) == 2
-    assert "create_specreason_graph" in snippets[0] and "ChatSpecReason" in snippets[1]
+    assert len(snippets) == len(SNIPPETS)
+    assert all(mark in code for mark, code in zip(SNIPPETS, snippets, strict=True))
 
 
-@pytest.mark.parametrize("index", [0, 1])
+@pytest.mark.parametrize("index", range(len(SNIPPETS)))
 def test_each_use_snippet_runs_as_pasted(servers, tmp_path, index):
     done = run_python(use_snippets()[index], servers, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "84" in done.stdout  # 12*7, in the answer the snippet prints
     if index == 0:  # the graph snippet prints each step's decision, then the stream's events
+        assert "84" in done.stdout  # 12*7, in the answer the snippet prints
         assert re.search(r"^(accepted|rewritten|base) ", done.stdout, flags=re.M), done.stdout
         assert "'type': 'done'" in done.stdout
-    else:  # the chat model's metadata, then the streamed reply
+    elif index == 1:  # the chat model's metadata, then the streamed reply
+        assert "84" in done.stdout
         assert "'steps_accepted'" in done.stdout, done.stdout
+    elif index == 2:  # structured output: the parsed object
+        assert re.search(r"^Product\(name=.*price=", done.stdout, flags=re.M), done.stdout
+    else:  # the custom judge decided every step: counts, then the reply
+        assert re.search(r"^\d+ accepted, \d+ rewritten$", done.stdout, flags=re.M), done.stdout
 
 
 def test_demo_command_answers_and_compares_with_the_base_model(servers):
