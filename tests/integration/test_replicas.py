@@ -6,7 +6,7 @@ Two parts:
   OpenAI servers (seconds, a few MB): where requests land, what the router forwards, a
   replica killed under it;
 - ``specreason serve --profile cpu-test --replicas 2`` on real vLLM servers (4 servers, about
-  18 GB): the base prefix-cache hit rate of one ChatSpecReason run's judge calls per replica
+  21 GB): the base prefix-cache hit rate of one ChatSpecReason run's judge calls per replica
   (each replica's own ``/metrics``) with the routing key, without it, and on one server alone;
   one replica of each role killed mid-run; Ctrl-C. These run after the session's pair is
   stopped (marker ``after_shutdown``): the two sets of servers do not fit in 24 GB together.
@@ -147,9 +147,9 @@ async def test_router_pins_a_key_to_one_replica_forwards_the_key_and_fails_over(
 
 # --- real vLLM servers ----------------------------------------------------------------------
 
-NEEDED_GB = 18.0
-"""Memory for 4 cpu-test servers (serve/README.md): a draft server measured 3.6 GiB (PSS, 1 GiB
-KV cache), a base server up to 8 GiB after a whole suite with 2 GiB of KV cache; here 1 GiB."""
+NEEDED_GB = 21.0
+"""Memory for 4 cpu-test servers with 1 GiB of base KV cache: measured 20.7 GiB (PSS of the
+process tree) after start; available memory went from 23.0 to 2.5 GB (serve/README.md)."""
 DRAFT_PORT, BASE_PORT, FIRST = 8141, 8142, 8241
 REPLICAS = {"draft": [f"http://127.0.0.1:{FIRST + i}/v1" for i in range(2)],
             "base": [f"http://127.0.0.1:{FIRST + 2 + i}/v1" for i in range(2)]}
@@ -177,12 +177,23 @@ def pool() -> Iterator[Pool]:
     if free < NEEDED_GB:
         raise RuntimeError(f"4 cpu-test servers need about {NEEDED_GB:.0f} GB; {free:.1f} GB "
                            "available (stop other servers first)")
+    # Wait for the draft router's line only: both routers come up in the same second and their
+    # two lines can arrive in one read, after which start_serve's select() would wait for the
+    # second line already in the pipe's buffer. The draft router's line is printed first.
     serve = start_serve(
         "cpu-test", "--replicas", "2", "--draft-port", str(DRAFT_PORT), "--base-port",
         str(BASE_PORT), "--replica-port", str(FIRST),
         # 1 GiB of KV cache per base replica instead of the profile's 2: 4 servers fit
         "--base-env", "VLLM_CPU_KVCACHE_SPACE=1",
-        log_dir=LOG_DIR / "replicas", timeout=1800.0, name="serve-replicas")
+        log_dir=LOG_DIR / "replicas", timeout=1800.0, name="serve-replicas", roles=("draft",))
+    serve.urls["base"] = f"http://127.0.0.1:{BASE_PORT}/v1"
+    deadline = time.monotonic() + 60  # the base router's line may not be printed yet
+    while True:
+        with contextlib.suppress(httpx2.HTTPError):
+            if httpx2.get(f"http://127.0.0.1:{BASE_PORT}/health").status_code == 200:
+                break
+        assert time.monotonic() < deadline, "the base router did not come up"
+        time.sleep(0.5)
     report: dict = {"pss_gb_after_start": round(_rss_gb(serve), 2),
                     "available_gb_before_start": round(free, 2),
                     "available_gb_after_start":
