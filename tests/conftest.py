@@ -8,10 +8,11 @@ nothing is skipped.
 from __future__ import annotations
 
 import os
-import select
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,14 +58,17 @@ def start_serve(profile: str = "cpu-test", *extra: str, log_dir: Path = LOG_DIR,
     serve = ServeProcess(proc, stderr_path=stderr_path)
     deadline = time.monotonic() + timeout
     assert proc.stdout is not None
+    lines: queue.Queue[str] = queue.Queue()  # read by a thread: no line waits in a buffer
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout or []]
+                     + [lines.put("")], daemon=True).start()
     while len(serve.urls) < len(roles):
         # wait for a line at most until the deadline: a server that hangs silently fails here
-        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
             serve.interrupt()
             raise RuntimeError(f"servers not up after {timeout:.0f} s (nothing printed); "
-                               f"logs in {log_dir}")
-        line = proc.stdout.readline()
+                               f"logs in {log_dir}") from None
         if not line:
             proc.wait(timeout=60)
             raise RuntimeError(f"`specreason serve` exited with {proc.returncode}: "
@@ -72,9 +76,6 @@ def start_serve(profile: str = "cpu-test", *extra: str, log_dir: Path = LOG_DIR,
         role, _, url = line.strip().partition(": ")
         if role in roles:
             serve.urls[role] = url
-        if time.monotonic() > deadline:
-            serve.interrupt()
-            raise RuntimeError(f"servers not up after {timeout:.0f} s; logs in {log_dir}")
     return serve
 
 
