@@ -79,6 +79,20 @@ def start_serve(profile: str = "cpu-test", *extra: str, log_dir: Path = LOG_DIR,
     return serve
 
 
+def left_running(pids: list[int], timeout: float = 30.0) -> list[int]:
+    """The processes of ``pids`` still running (zombies count as gone) after up to ``timeout``
+    seconds of waiting for them to end."""
+    def running(pid: int) -> bool:
+        return psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
+
+    deadline = time.monotonic() + timeout
+    alive = [p for p in pids if running(p)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.5)
+        alive = [p for p in alive if running(p)]
+    return alive
+
+
 @dataclass
 class Servers:
     draft_url: str

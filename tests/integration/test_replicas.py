@@ -36,7 +36,7 @@ from langchain_specreason.serving import launcher as launcher_module
 from langchain_specreason.serving.launcher import Launcher, check_port_free
 from langchain_specreason.serving.profiles import load_profile
 from langchain_specreason.serving.replicas import RouterSpec, router_command
-from tests.conftest import LOG_DIR, ServeProcess, start_serve
+from tests.conftest import LOG_DIR, ServeProcess, left_running, start_serve
 
 pytestmark = pytest.mark.integration
 
@@ -365,12 +365,6 @@ def test_ctrl_c_stops_the_routers_and_every_replica(pool):
     pids = pool.serve.server_pids()
     assert len(pids) >= 4  # routers and the replicas left, with vLLM's engine processes
     assert pool.serve.interrupt() == 130
-    deadline = time.monotonic() + 30
-    alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.5)
-        alive = [p for p in alive if psutil.pid_exists(p)
-                 and psutil.Process(p).status() != "zombie"]
-    assert alive == []
+    assert left_running(pids) == []
     for port in [DRAFT_PORT, BASE_PORT, *range(FIRST, FIRST + 6)]:
         check_port_free("127.0.0.1", port)

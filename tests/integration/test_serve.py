@@ -5,13 +5,12 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 
-import psutil
 import pytest
 
 from langchain_specreason import ChatRequest, OpenAIEndpoint
 from langchain_specreason.serving.launcher import check_port_free
+from tests.conftest import left_running
 
 pytestmark = pytest.mark.integration
 
@@ -77,12 +76,6 @@ def test_ctrl_c_stops_every_server_process_and_frees_the_ports(servers):
     ports = [int(url.rsplit(":", 1)[1].split("/")[0]) for url in serve.urls.values()]
     code = serve.interrupt()
     assert code == 130
-    deadline = time.monotonic() + 30
-    alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.5)
-        alive = [p for p in alive if psutil.pid_exists(p)
-                 and psutil.Process(p).status() != "zombie"]
-    assert alive == []
+    assert left_running(pids) == []
     for port in ports:
         check_port_free("127.0.0.1", port)  # raises PortInUseError if still listening
