@@ -458,9 +458,12 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         """Bind tools; the base model may call them in the answer phase.
 
         ``strict`` marks each tool's schema strict, as ``ChatOpenAI`` does (vLLM decodes a
-        forced call under the schema whether strict or not).
+        forced call under the schema whether strict or not). A tool without parameters is
+        sent strict with ``additionalProperties: false`` (unless ``strict`` says otherwise), so
+        its call's arguments are ``{}`` (small models otherwise fill them with the schema).
         """
-        formatted = [convert_to_openai_tool(t, strict=strict) for t in tools]
+        formatted = [_closed_if_no_parameters(convert_to_openai_tool(t, strict=strict))
+                     for t in tools]
         if tool_choice == "any":
             tool_choice = "required"
         elif isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "required"):
@@ -865,6 +868,22 @@ class _WithExtraBody:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
+
+
+def _closed_if_no_parameters(tool: dict[str, Any]) -> dict[str, Any]:
+    """``tool`` closed (no extra keys) and strict, if it takes no parameters at all.
+
+    vLLM 0.32 pins a call's arguments to the tool's schema only for tools marked ``strict``;
+    unpinned, a small model fills a no-argument call with the schema itself.
+    """
+    function = tool.get("function", {})
+    parameters = function.get("parameters")
+    if (isinstance(parameters, dict) and parameters.get("type", "object") == "object"
+            and not parameters.get("properties") and "additionalProperties" not in parameters
+            and function.get("strict") is None):
+        closed = {**parameters, "additionalProperties": False}
+        return {**tool, "function": {**function, "parameters": closed, "strict": True}}
+    return tool
 
 
 def _response_format(schema: dict[str, Any] | type, *, strict: bool | None = None

@@ -265,3 +265,30 @@ async def test_a_v1_reply_with_tool_call_blocks_goes_back_as_text_and_tool_calls
     sent = model.base_endpoint.requests[-1].messages[1]
     assert sent["content"] == "Let me multiply."  # no content part vLLM would refuse
     assert sent["tool_calls"][0]["function"]["name"] == "multiply"
+
+
+@tool
+def roll_dice() -> int:
+    """Roll a die."""
+    return 4
+
+
+def test_a_tool_without_parameters_is_sent_closed_and_others_as_converted():
+    bound = fake_model().bind_tools([roll_dice, multiply])
+    no_args, with_args = bound.kwargs["tools"]
+    assert no_args["function"]["parameters"] == {
+        "type": "object", "properties": {}, "additionalProperties": False}
+    assert no_args["function"]["strict"] is True  # vLLM pins arguments of strict tools only
+    assert "additionalProperties" not in with_args["function"]["parameters"]
+    assert "strict" not in with_args["function"]
+    # strict=False from the caller is kept, and so is the open schema
+    [loose] = fake_model().bind_tools([roll_dice], strict=False).kwargs["tools"]
+    assert loose["function"]["strict"] is False
+    assert "additionalProperties" not in loose["function"]["parameters"]
+    assert set(with_args["function"]["parameters"]["properties"]) == {"a", "b"}
+    # a schema that says what it allows is left as written
+    open_tool = {"type": "function", "function": {
+        "name": "f", "description": "d",
+        "parameters": {"type": "object", "properties": {}, "additionalProperties": True}}}
+    [sent] = fake_model().bind_tools([open_tool]).kwargs["tools"]
+    assert sent["function"]["parameters"]["additionalProperties"] is True
