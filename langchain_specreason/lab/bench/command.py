@@ -28,6 +28,8 @@ from ...serving.profiles import load_profile
 from .datasets import GRADERS, Problem, is_file_dataset, load_problems
 from .judgebench import add_parser as add_judges_parser
 from .judgebench import run_judges
+from .load import add_parser as add_load_parser
+from .load import run_load
 from .meta import MetaFile
 from .modes import (
     DEFAULT_SD_VARIANT,
@@ -113,10 +115,11 @@ def add_parser(subparsers: Any) -> None:
     output.add_argument("--report-only", action="store_true",
                         help="only regenerate summary and plots of --out")
     output.add_argument("--no-progress", action="store_true", help="no progress bar")
-    sub = p.add_subparsers(dest="bench_command", metavar="{report,judges}")
+    sub = p.add_subparsers(dest="bench_command", metavar="{report,judges,load}")
     report = sub.add_parser("report", help="regenerate summary.md and plots of a result folder")
     report.add_argument("dir", help="the result folder (holding results.jsonl)")
     add_judges_parser(sub)
+    add_load_parser(sub)
 
 
 def add_generation_flags(group: Any) -> None:
@@ -222,6 +225,8 @@ async def run(args: argparse.Namespace) -> int:
         return print_report(Path(args.dir))
     if getattr(args, "bench_command", None) == "judges":
         return await run_judges(args)
+    if getattr(args, "bench_command", None) == "load":
+        return await run_load(args)
     if args.report_only:
         if not args.out:
             raise ConfigError("--report-only needs --out DIR (the folder to summarise)")
