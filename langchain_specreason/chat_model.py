@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import threading
 import time
@@ -34,7 +33,6 @@ from langchain_core.runnables import (
     RunnableConfig,
     RunnableMap,
     RunnablePassthrough,
-    ensure_config,
 )
 from langchain_core.tools import BaseTool
 from langchain_core.utils import from_env, get_pydantic_field_names, secret_from_env
@@ -54,13 +52,12 @@ from pydantic import (
 
 from .config import DEFAULT_JUDGE, SpecReasonConfig
 from .endpoint import (
-    ChatRequest,
-    Completion,
     Endpoint,
     OpenAIEndpoint,
     WindowedEndpoint,
     endpoint_pair,
 )
+from .endpoint.extra_body import WithExtraBody
 from .endpoint.routing import routing_key
 from .endpoint.server import check_extra_body
 from .errors import ConfigError, DeadlineError, EndpointError
@@ -68,9 +65,13 @@ from .events import Event
 from .formats import get_format, to_openai_messages
 from .graph import SpecReasonGraph, create_specreason_graph
 from .judges import Judge
+from .messages import plain_reply, step_chunk
+from .resume import same_turns, thread_id
 from .state import AnswerOptions, SpecReasonInput
 from .stats import SpecReasonStats
+from .structured import closed_if_no_parameters, to_response_format
 from .sync_bridge import iter_sync, run_sync
+from .tokens import count_text, tiktoken_estimate
 
 T = TypeVar("T")
 _Parent = AsyncCallbackManagerForLLMRun | CallbackManagerForLLMRun
@@ -371,7 +372,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         if key not in self._graphs:
             draft, base = self.endpoint("draft"), self.endpoint("base")
             if extra:
-                draft, base = _WithExtraBody(draft, extra), _WithExtraBody(base, extra)
+                draft, base = WithExtraBody(draft, extra), WithExtraBody(base, extra)
             self._graphs[key] = create_specreason_graph(
                 draft, base, config=config, judge=self.custom_judge, family=self.family,
                 checkpointer=self.checkpointer, name="specreason")
@@ -462,7 +463,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         sent strict with ``additionalProperties: false`` (unless ``strict`` says otherwise), so
         its call's arguments are ``{}`` (small models otherwise fill them with the schema).
         """
-        formatted = [_closed_if_no_parameters(convert_to_openai_tool(t, strict=strict))
+        formatted = [closed_if_no_parameters(convert_to_openai_tool(t, strict=strict))
                      for t in tools]
         if tool_choice == "any":
             tool_choice = "required"
@@ -512,7 +513,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
                       else JsonOutputKeyToolsParser(key_name=name, first_tool_only=True))
         elif method in ("json_schema", "json_mode"):
             if method == "json_schema":
-                response_format = _response_format(schema, strict=strict)
+                response_format = to_response_format(schema, strict=strict)
                 ls_format = {"kwargs": {"method": method, "strict": strict}, "schema": schema}
             else:
                 response_format = {"type": "json_object"}
@@ -558,14 +559,14 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         conversation = to_openai_messages(messages)
         schemas = [convert_to_openai_tool(t) for t in tools] if tools else None
         count = self._server_count(lambda base: base.count_tokens(conversation, tools=schemas))
-        return count if count is not None else _tiktoken_estimate(conversation)
+        return count if count is not None else tiktoken_estimate(conversation)
 
     def get_num_tokens(self, text: str) -> int:
         """Tokens of ``text`` (exact through the server when reachable)."""
-        count = self._server_count(lambda base: _count_text(base, text))
+        count = self._server_count(lambda base: count_text(base, text))
         if count is not None:
             return count
-        return _tiktoken_estimate([{"role": "user", "content": text}]) - 7
+        return tiktoken_estimate([{"role": "user", "content": text}]) - 7
 
     # -- generation -----------------------------------------------------------------------
     def _answer_options(self, kwargs: dict[str, Any]) -> AnswerOptions:
@@ -577,7 +578,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             if kwargs.get("parallel_tool_calls") is not None:
                 options["parallel_tool_calls"] = bool(kwargs["parallel_tool_calls"])
         if kwargs.get("response_format"):
-            options["response_format"] = _response_format(kwargs["response_format"])
+            options["response_format"] = to_response_format(kwargs["response_format"])
         stop = kwargs.get("stop") or self.stop
         if stop:
             options["stop"] = stop
@@ -614,7 +615,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         # the trace is reasoning for a think model, and for any model asked for JSON
         think = (get_format(self.family).thinking_end is not None
                  or bool(kwargs.get("response_format")))
-        messages = [_plain_reply(m) for m in messages]
+        messages = [plain_reply(m) for m in messages]
         if stop:
             kwargs = {**kwargs, "stop": stop}
         start = time.perf_counter()
@@ -628,16 +629,16 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         turns: list[BaseMessage | RemoveMessage] = list(messages)
         resume = False
         if self.checkpointer is not None:
-            config["configurable"] = {"thread_id": _thread_id(run_manager, kwargs)}
+            config["configurable"] = {"thread_id": thread_id(run_manager, kwargs)}
             saved = await graph.aget_state(config)
             # unfinished: a node to run, or one whose writes were saved but whose checkpoint
             # was not (the process died between them; LangGraph applies them on resume)
-            resume = bool(saved.next or saved.tasks) and _same_turns(
+            resume = bool(saved.next or saved.tasks) and same_turns(
                 saved.values.get("messages") or [], messages)
             if resume:  # the same call, interrupted: go on from its last step
                 for record in saved.values.get("steps") or []:  # what it had already
                     runs, kind = (runs + 1, step_kind) if kind != step_kind else (runs, kind)
-                    yield ChatGenerationChunk(message=_step_chunk(record["text"], think))
+                    yield ChatGenerationChunk(message=step_chunk(record["text"], think))
             else:  # this call's conversation replaces the thread's
                 turns = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages]
         inputs = None if resume else {"messages": turns,
@@ -655,7 +656,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
                     continue
                 event = cast(Event, item)
                 if event["type"] == "step":
-                    chunk, this = _step_chunk(event["text"], think), step_kind
+                    chunk, this = step_chunk(event["text"], think), step_kind
                 elif event["type"] == "answer_delta":
                     chunk, this = AIMessageChunk(content=event["text"]), "text"
                 elif event["type"] == "answer_tool_call":  # as the base server streams it
@@ -800,124 +801,3 @@ async def _until(deadline: float | None, stream: AsyncIterator[T]) -> AsyncItera
         if close is not None:
             await close()
 
-
-def _plain_reply(message: BaseMessage) -> BaseMessage:
-    """An earlier reply as the servers read it: its text, its tool calls apart.
-
-    A reply kept in ``output_version="v1"`` form has content blocks (``tool_call``,
-    ``reasoning``, ...) that are not OpenAI content parts; its text stands for them (its tool
-    calls travel in ``tool_calls``, as ChatOpenAI sends them).
-    """
-    if isinstance(message, AIMessage) and isinstance(message.content, list) and any(
-            isinstance(b, dict) and b.get("type") not in ("text", "image_url")
-            for b in message.content):
-        return message.model_copy(update={"content": message.text})
-    return message
-
-
-def _step_chunk(text: str, think: bool) -> AIMessageChunk:
-    """A step of the trace as a chunk: reasoning for a ``think`` model, content otherwise."""
-    if think:
-        return AIMessageChunk(content="", additional_kwargs={"reasoning_content": text})
-    return AIMessageChunk(content=text)
-
-
-def _thread_id(run_manager: _Parent | None, kwargs: dict[str, Any]) -> str:
-    """The call's thread.
-
-    The first of: a ``thread_id`` call argument; the run's metadata
-    (``config={"metadata": {"thread_id": ...}}``, LangSmith's thread key); the
-    ``configurable`` of an enclosing runnable (a LangGraph node); else a new thread (nothing
-    to resume).
-    """
-    metadata = getattr(run_manager, "metadata", None) or {}
-    enclosing = ensure_config().get("configurable") or {}
-    found = kwargs.get("thread_id") or metadata.get("thread_id") or enclosing.get("thread_id")
-    return str(found or uuid.uuid4())
-
-
-def _same_turns(saved: Sequence[BaseMessage], messages: Sequence[BaseMessage]) -> bool:
-    """Whether a checkpointed conversation is this call's (same roles and contents)."""
-    return [(m.type, m.content) for m in saved] == [(m.type, m.content) for m in messages]
-
-
-async def _count_text(base: OpenAIEndpoint, text: str) -> int:
-    return len(await base.tokenize_text(text))
-
-
-class _WithExtraBody:
-    """An endpoint whose chat requests carry a call's ``extra_body`` too.
-
-    Every other attribute is the wrapped endpoint's (tokenizing, prompt logprobs, its window).
-    """
-
-    def __init__(self, inner: Endpoint, extra: dict[str, Any]) -> None:
-        self.inner = inner
-        self.extra = extra
-        self.name = inner.name
-
-    def _with(self, request: ChatRequest) -> ChatRequest:
-        return dataclasses.replace(request, extra_body={**(request.extra_body or {}),
-                                                        **self.extra})
-
-    async def complete(self, request: ChatRequest) -> Completion:
-        return await self.inner.complete(self._with(request))
-
-    def stream(self, request: ChatRequest) -> AsyncIterator[Completion]:
-        return self.inner.stream(self._with(request))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
-def _closed_if_no_parameters(tool: dict[str, Any]) -> dict[str, Any]:
-    """``tool`` closed (no extra keys) and strict, if it takes no parameters at all.
-
-    vLLM 0.32 pins a call's arguments to the tool's schema only for tools marked ``strict``;
-    unpinned, a small model fills a no-argument call with the schema itself.
-    """
-    function = tool.get("function", {})
-    parameters = function.get("parameters")
-    if (isinstance(parameters, dict) and parameters.get("type", "object") == "object"
-            and not parameters.get("properties") and "additionalProperties" not in parameters
-            and function.get("strict") is None):
-        closed = {**parameters, "additionalProperties": False}
-        return {**tool, "function": {**function, "parameters": closed, "strict": True}}
-    return tool
-
-
-def _response_format(schema: dict[str, Any] | type, *, strict: bool | None = None
-                     ) -> dict[str, Any]:
-    """An OpenAI ``response_format`` from a schema, as ``ChatOpenAI`` builds it.
-
-    A ready ``{"type": "json_schema" | "json_object", ...}`` is kept; ``{"name", "schema"}``
-    is wrapped; a Pydantic class, TypedDict or JSON schema becomes a named JSON schema.
-    """
-    if isinstance(schema, dict) and schema.get("type") in ("json_schema", "json_object") and (
-            schema["type"] == "json_object" or "json_schema" in schema):
-        response_format = dict(schema)
-    elif isinstance(schema, dict) and "name" in schema and "schema" in schema:
-        response_format = {"type": "json_schema", "json_schema": schema}
-    else:
-        if strict is None and isinstance(schema, dict) and isinstance(schema.get("strict"), bool):
-            strict = schema["strict"]
-        function = convert_to_openai_tool(schema, strict=strict)["function"]
-        function["schema"] = function.pop("parameters")
-        response_format = {"type": "json_schema", "json_schema": function}
-    if strict is not None and response_format["type"] == "json_schema":
-        response_format["json_schema"] = {**response_format["json_schema"], "strict": strict}
-    return response_format
-
-
-def _tiktoken_estimate(messages: list[dict[str, Any]]) -> int:
-    """Offline estimate: tiktoken's cl100k_base when its file is cached, else ~4 chars a token."""
-    texts = [m["content"] if isinstance(m.get("content"), str) else str(m.get("content") or "")
-             for m in messages]
-    try:
-        import tiktoken
-
-        encode = tiktoken.get_encoding("cl100k_base").encode
-        counts = [len(encode(t)) for t in texts]
-    except Exception:  # no network to fetch the BPE file, and none cached
-        counts = [(len(t) + 3) // 4 for t in texts]
-    return 3 + sum(4 + n for n in counts)

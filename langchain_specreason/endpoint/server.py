@@ -24,7 +24,7 @@ import contextlib
 import email.utils
 import time
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import httpx2 as httpx  # the HTTP library of the openai SDK (>= 3)
@@ -376,24 +376,28 @@ class OpenAIEndpoint:
             raise EndpointError(self.name, self.base_url, f"/v1/models: {exc}") from exc
         if self.model is None:
             self.model = self._only_model([m.id for m in page.data])
-        for model in page.data:
-            if model.id == self.model:
-                value = (model.model_extra or {}).get("max_model_len")
-                self._window = int(value) if value else 0
-                return
-        raise EndpointError(self.name, self.base_url, "the server lists no such model")
+        window = self._listed_window(page.data)
+        if window is None:
+            raise EndpointError(self.name, self.base_url, "the server lists no such model")
+        self._window = window
 
     async def max_model_len(self) -> int | None:
         """The server's context window, when it reports one (vLLM does); asked once."""
         if self._window is None:
             page = await self._call(self.client.models.list, timeout=self._short)
-            self._window = 0
-            for model in page.data:
-                if self.model in (None, model.id):
-                    value = (model.model_extra or {}).get("max_model_len")
-                    self._window = int(value) if value else 0
-                    break
+            self._window = self._listed_window(page.data) or 0
         return self._window or None
+
+    def _listed_window(self, listed: Sequence[openai.types.Model]) -> int | None:
+        """The window a ``/v1/models`` listing gives our model (the first listed, if unnamed).
+
+        ``0`` when the server reports none; ``None`` when it does not list the model.
+        """
+        for model in listed:
+            if self.model in (None, model.id):
+                value = (model.model_extra or {}).get("max_model_len")
+                return int(value) if value else 0
+        return None
 
     async def _kwargs(self, request: ChatRequest) -> dict[str, Any]:
         extra: dict[str, Any] = {**self.extra_body, **(request.extra_body or {})}
