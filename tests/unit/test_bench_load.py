@@ -13,6 +13,7 @@ import pytest
 
 from langchain_specreason import ChatSpecReason, ConfigError
 from langchain_specreason.cli import build_parser
+from langchain_specreason.config import DEFAULT_JUDGE
 from langchain_specreason.endpoint import ChatRequest, Completion
 from langchain_specreason.errors import ServeError
 from langchain_specreason.lab.bench import load
@@ -78,7 +79,8 @@ def test_plan_defaults_and_url_label(tmp_path):
     assert plan.requests == 5 and plan.concurrency == 5  # default: all at once
     assert plan.model_settings == {"budget": 256, "step_max_tokens": 64,
                                    "answer_max_tokens": 128, "temperature": 0.0, "seed": 0,
-                                   "judge": "score", "timeout": 600.0, "family": "instruct"}
+                                   "judge": DEFAULT_JUDGE, "timeout": 600.0,
+                                   "family": "instruct"}
     assert plan.meta_settings["servers"] == "given by URL"
     assert "replicas" not in plan.meta_settings  # a folder may gain replica counts later
 
@@ -249,7 +251,7 @@ def fake_world(opened: list[int], *, fail: int | None = None):
 
 def test_plan(tmp_path, *, replicas=(1, 2), requests=4, concurrency=None) -> load.LoadPlan:
     argv = ["--profile", "cpu-test", "--replicas", ",".join(map(str, replicas)),
-            "--requests", str(requests), "--out", str(tmp_path)]
+            "--requests", str(requests), "--judge", "score", "--out", str(tmp_path)]
     if concurrency is not None:
         argv += ["--concurrency", str(concurrency)]
     return plan_of(*argv)
@@ -406,6 +408,6 @@ async def test_a_profile_is_launched_with_n_replicas_and_stopped_after(tmp_path,
         model = load.make_model(servers, plan)
         assert (model.draft_url, model.base_url) == (servers.draft_url, servers.base_url)
         assert model.api_key.get_secret_value() == "sk-y"
-        assert (model.budget, model.step_max_tokens, model.judge) == (256, 64, "score")
+        assert (model.budget, model.step_max_tokens, model.judge) == (256, 64, DEFAULT_JUDGE)
         assert model.judge_timeout == 600.0
     assert events[-1] == ("stop",)

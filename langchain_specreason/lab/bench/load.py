@@ -40,6 +40,7 @@ from pydantic import SecretStr
 from tqdm import tqdm
 
 from ...chat_model import ChatSpecReason
+from ...config import DEFAULT_JUDGE
 from ...errors import ConfigError
 from ...serving.launcher import Launcher
 from ...serving.profiles import load_profile
@@ -60,7 +61,7 @@ DATASET = "gsm8k"
 
 LOAD_DEFAULTS: dict[str, Any] = {"requests": 16, "budget": 256, "step_max_tokens": 64,
                                  "answer_max_tokens": 128, "temperature": 0.0, "seed": 0,
-                                 "judge": "score", "timeout": 600.0}
+                                 "judge": DEFAULT_JUDGE, "timeout": 600.0}
 """The load benchmark's defaults: short greedy seeded runs, so N=1 fits a 2-core machine."""
 
 CPU_NOTE = (
@@ -112,7 +113,7 @@ def add_parser(subparsers: Any) -> None:
     gen.add_argument("--seed", type=int, default=LOAD_DEFAULTS["seed"],
                      help="sampling seed (default: 0)")
     gen.add_argument("--judge", default=LOAD_DEFAULTS["judge"],
-                     help="judge name; a+b cascades (default: score)")
+                     help=f"judge name; a+b cascades (default: {DEFAULT_JUDGE}, the library's)")
     gen.add_argument("--timeout", type=float, default=LOAD_DEFAULTS["timeout"],
                      help="seconds one server call may take, judge calls included: under "
                           "load a call waits behind the other requests' (default: 600)")
