@@ -125,3 +125,29 @@ def test_bench_writes_every_file_and_resumes(servers, tmp_path):
     assert "4 already done" in done.stderr
     assert results(out) == second
     assert "| specreason t=7 | 2 |" in (out / "summary.md").read_text()
+
+
+def test_bench_load_on_the_servers_answers_every_request_and_skips_a_done_count(
+        servers, tmp_path):
+    """`specreason bench load` with the library's default judge on running servers."""
+    out = tmp_path / "load"
+    cmd = [sys.executable, "-m", "langchain_specreason.cli", "bench", "load",
+           "--draft-url", servers.draft_url, "--base-url", servers.base_url,
+           "--replicas", "1", "--requests", "3", "--budget", "32", "--step-max-tokens", "16",
+           "--answer-max-tokens", "16", "--no-progress", "--out", str(out)]
+    before = requests_seen(servers)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    after = requests_seen(servers)
+    lines = results(out)
+    assert sorted(r["request"] for r in lines) == [0, 1, 2]
+    assert all(r["ok"] and r["error"] is None and r["latency_s"] > 0 for r in lines), lines
+    assert after["base"] - before["base"] >= 3  # every run reached the base server
+    for name in ("summary.md", "summary.json", "latency.png", "meta.json"):
+        assert (out / name).stat().st_size > 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert [(r["replicas"], r["requests"], r["failures"]) for r in summary["rows"]] == [(1, 3, 0)]
+    rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "skip" in rerun.stderr.lower()
+    assert results(out) == lines  # nothing redone
