@@ -13,6 +13,18 @@ _URLS: dict[str, str] = {}
 
 
 class TestChatSpecReasonIntegration(ChatModelIntegrationTests):
+    """The whole suite, no xfails. Its 11 skips, each the suite's own for a capability:
+
+    * 4 x "Model override not supported": ``supports_model_override`` is False below (two
+      servers, one model each);
+    * PDF, audio, image inputs, image and PDF tool messages: the served models read text
+      only (the suite's ``supports_*_inputs`` defaults are False, as for a text model);
+    * "Anthropic inputs": content blocks in Anthropic's format are for Anthropic-compatible
+      models (``supports_anthropic_inputs`` False, the default);
+    * "VCR not set up": the suite's recorded-HTTP benchmark needs cassettes; this suite talks
+      to live servers on purpose.
+    """
+
     @pytest.fixture(autouse=True)
     def _servers(self, servers):
         _URLS.update(draft_url=servers.draft_url, base_url=servers.base_url)
