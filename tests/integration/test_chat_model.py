@@ -103,7 +103,7 @@ async def test_langsmith_name_and_profile_window_come_from_the_servers(servers):
 def test_json_mode_with_a_repetition_penalty(servers):
     """json_mode on the real base server; vLLM's repetition_penalty, sent through extra_body,
     keeps the 0.5B model from repeating itself inside the object (the standard suite's
-    test_json_mode runs without it and is an xfail)."""
+    test_json_mode runs with a frequency penalty instead)."""
     from pydantic import BaseModel, Field
 
     class Joke(BaseModel):
