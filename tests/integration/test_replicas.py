@@ -177,23 +177,12 @@ def pool() -> Iterator[Pool]:
     if free < NEEDED_GB:
         raise RuntimeError(f"4 cpu-test servers need about {NEEDED_GB:.0f} GB; {free:.1f} GB "
                            "available (stop other servers first)")
-    # Wait for the draft router's line only: both routers come up in the same second and their
-    # two lines can arrive in one read, after which start_serve's select() would wait for the
-    # second line already in the pipe's buffer. The draft router's line is printed first.
     serve = start_serve(
         "cpu-test", "--replicas", "2", "--draft-port", str(DRAFT_PORT), "--base-port",
         str(BASE_PORT), "--replica-port", str(FIRST),
         # 1 GiB of KV cache per base replica instead of the profile's 2: 4 servers fit
         "--base-env", "VLLM_CPU_KVCACHE_SPACE=1",
-        log_dir=LOG_DIR / "replicas", timeout=1800.0, name="serve-replicas", roles=("draft",))
-    serve.urls["base"] = f"http://127.0.0.1:{BASE_PORT}/v1"
-    deadline = time.monotonic() + 60  # the base router's line may not be printed yet
-    while True:
-        with contextlib.suppress(httpx2.HTTPError):
-            if httpx2.get(f"http://127.0.0.1:{BASE_PORT}/health").status_code == 200:
-                break
-        assert time.monotonic() < deadline, "the base router did not come up"
-        time.sleep(0.5)
+        log_dir=LOG_DIR / "replicas", timeout=1800.0, name="serve-replicas")
     report: dict = {"pss_gb_after_start": round(_rss_gb(serve), 2),
                     "available_gb_before_start": round(free, 2),
                     "available_gb_after_start":

@@ -26,7 +26,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import math
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -49,7 +48,7 @@ from .datasets import Problem, load_problems
 from .grading import grade
 from .meta import MetaFile
 from .prompts import build_prompt
-from .report import percentile
+from .report import fmt, percentile, settings_lines
 from .results import JsonlAppender, read_records
 from .servers import ServerPair, add_api_key_flag, api_key_of
 
@@ -388,7 +387,8 @@ async def execute(plan: LoadPlan, problems: Sequence[Problem], *,
                   progress: bool = True) -> list[Path]:
     """Run every replica count not yet done, one set of servers at a time; write the report."""
     if len(problems) < plan.requests:
-        raise ConfigError(f"--requests {plan.requests}: only {len(problems)} problems")
+        raise ConfigError(f"--requests {plan.requests}: the dataset has only {len(problems)} "
+                          "problems")
     problems = list(problems[:plan.requests])
     meta = MetaFile(plan.out, plan.meta_settings)
     meta.save()
@@ -478,48 +478,26 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {"rows": rows, "speedup_over_1": speedup if one else {}}
 
 
-def _fmt(value: float | None, spec: str, suffix: str = "") -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    return f"{value:{spec}}{suffix}"
-
-
 def render_markdown(summary: dict[str, Any], meta: dict[str, Any] | None = None) -> str:
     """``summary.md`` of :func:`summarise`'s numbers (and ``meta.json``'s settings, if any)."""
-    meta = meta or {}
-    settings = meta.get("settings") or {}
     out = ["# Load benchmark: ChatSpecReason through 1 vs N replicas per role", ""]
-    out += [f"- {k}: `{v}`" for k, v in settings.items()]
-    models: dict[str, set[str]] = {}
-    for session in meta.get("sessions") or []:
-        for group in session.get("servers") or []:
-            for role in ("draft", "base"):
-                for m in (group.get(role) or {}).get("models") or []:
-                    if m.get("id"):
-                        models.setdefault(role, set()).add(m["id"])
-    out += [f"- {role} model: {', '.join(sorted(names))}" for role, names in models.items()]
-    sessions = meta.get("sessions") or []
-    if sessions:
-        info = sessions[-1].get("machine") or {}
-        out.append(f"- machine: {info.get('cpu_count')} CPUs ({info.get('usable_cpus')} "
-                   f"usable), {info.get('platform')}")
-    if len(out) > 2:
-        out.append("")
+    lines = settings_lines(meta or {})
+    out += [*lines, ""] if lines else []
     out += ["| replicas | requests | failures | wall s | requests/min | completion tok/s | "
             "p50 s | p90 s | max s | accuracy |",
             "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for r in summary["rows"]:
         out.append(
             f"| {r['replicas']} | {r['requests']} | {r['failures']} | "
-            f"{_fmt(r['wall_s'], '.1f')} | {_fmt(r['requests_per_min'], '.2f')} | "
-            f"{_fmt(r['tokens_per_s'], '.1f')} | {_fmt(r['latency_p50_s'], '.1f')} | "
-            f"{_fmt(r['latency_p90_s'], '.1f')} | {_fmt(r['latency_max_s'], '.1f')} | "
+            f"{fmt(r['wall_s'], '.1f')} | {fmt(r['requests_per_min'], '.2f')} | "
+            f"{fmt(r['tokens_per_s'], '.1f')} | {fmt(r['latency_p50_s'], '.1f')} | "
+            f"{fmt(r['latency_p90_s'], '.1f')} | {fmt(r['latency_max_s'], '.1f')} | "
             f"{r['correct']}/{r['requests']} |")
     out.append("")
     speedup = summary.get("speedup_over_1") or {}
     if speedup:
         out.append("Speed-up over 1 replica (requests/min of N over 1 replica's): "
-                   + ", ".join(f"N={n}: {_fmt(v, '.2f', '×')}" for n, v in speedup.items())
+                   + ", ".join(f"N={n}: {fmt(v, '.2f', '×')}" for n, v in speedup.items())
                    + ".")
     elif any(r["replicas"] != 1 for r in summary["rows"]):
         out.append("Speed-up over 1 replica: no 1-replica run in this folder to compare with.")
@@ -591,9 +569,6 @@ async def run_load(args: argparse.Namespace) -> int:
     """``specreason bench load``: returns the process exit code."""
     plan = make_plan(args)
     problems = load_problems(DATASET, limit=plan.requests, seed=args.seed)
-    if len(problems) < plan.requests:
-        raise ConfigError(f"--requests {plan.requests}: GSM8K test has only {len(problems)} "
-                          "problems")
     for path in await execute(plan, problems, progress=not args.no_progress):
         print(path)
     return 0

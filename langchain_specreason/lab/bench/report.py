@@ -151,13 +151,15 @@ def summarize(results: Sequence[dict[str, Any]]) -> list[Row]:
             for run in sorted(by_run, key=Run.sort_key)]
 
 
-def _fmt(value: float | None, spec: str, suffix: str = "") -> str:
+def fmt(value: float | None, spec: str, suffix: str = "") -> str:
+    """``value`` formatted with ``spec`` (and ``suffix``); ``–`` for none or NaN."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     return f"{value:{spec}}{suffix}"
 
 
-def _settings_lines(meta: dict[str, Any]) -> list[str]:
+def settings_lines(meta: dict[str, Any]) -> list[str]:
+    """``meta.json``'s settings, the served models, the machine and the sessions, as list items."""
     settings = meta.get("settings") or {}
     lines = [f"- {k}: `{v}`" for k, v in settings.items()]
     sessions = meta.get("sessions") or []
@@ -183,7 +185,7 @@ def _settings_lines(meta: dict[str, Any]) -> list[str]:
 def render_markdown(rows: Sequence[Row], meta: dict[str, Any]) -> str:
     """The summary as Markdown: settings, the main table, the time split."""
     dataset = (meta.get("settings") or {}).get("dataset", "?")
-    out = [f"# Benchmark: {dataset}", "", *_settings_lines(meta), ""]
+    out = [f"# Benchmark: {dataset}", "", *settings_lines(meta), ""]
     out += ["| run | problems | accuracy | mean s | p50 s | p90 s | speed-up vs base | "
             "steps by draft | overhead share | base prefix-cache hit | judge prefill tok/call | "
             "judge floor tok/call | base tok generated | base tok prefilled |",
@@ -191,19 +193,19 @@ def render_markdown(rows: Sequence[Row], meta: dict[str, Any]) -> str:
     for r in rows:
         out.append(
             f"| {r.run.label} | {r.problems} | {r.accuracy:.1%} ({r.correct}) | "
-            f"{_fmt(r.mean_s, '.2f')} | {_fmt(r.p50_s, '.2f')} | {_fmt(r.p90_s, '.2f')} | "
-            f"{_fmt(r.speedup, '.2f', '×')} | {_fmt(r.draft_share, '.0%')} | "
-            f"{_fmt(r.overhead_share, '.1%')} | {_fmt(r.cache_hit_rate, '.0%')} | "
-            f"{_fmt(r.judge_prefill_per_call, '.0f')} | {_fmt(r.judge_floor_per_call, '.0f')} | "
-            f"{_fmt(r.base_generated, '.0f')} | "
-            f"{_fmt(r.base_prefilled, '.0f')} |"
+            f"{fmt(r.mean_s, '.2f')} | {fmt(r.p50_s, '.2f')} | {fmt(r.p90_s, '.2f')} | "
+            f"{fmt(r.speedup, '.2f', '×')} | {fmt(r.draft_share, '.0%')} | "
+            f"{fmt(r.overhead_share, '.1%')} | {fmt(r.cache_hit_rate, '.0%')} | "
+            f"{fmt(r.judge_prefill_per_call, '.0f')} | {fmt(r.judge_floor_per_call, '.0f')} | "
+            f"{fmt(r.base_generated, '.0f')} | "
+            f"{fmt(r.base_prefilled, '.0f')} |"
         )
     out += ["", "Mean seconds per problem by where they went:", "",
             "| run | draft | judge | rewrite | answer | overhead | draft behind judge |",
             "|---|--:|--:|--:|--:|--:|--:|"]
     for r in rows:
-        parts = " | ".join(_fmt(r.time_split.get(p), ".2f") for p in TIME_PARTS)
-        out.append(f"| {r.run.label} | {parts} | {_fmt(r.draft_hidden_s, '.2f')} |")
+        parts = " | ".join(fmt(r.time_split.get(p), ".2f") for p in TIME_PARTS)
+        out.append(f"| {r.run.label} | {parts} | {fmt(r.draft_hidden_s, '.2f')} |")
     errors = sum(r.errors for r in rows)
     out += ["", "Speed-up: mean latency of `base` over the mean latency of the run, on the "
             "problems both answered. Steps by draft: accepted draft steps over all steps. "
