@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="extra vLLM flag for the base server (repeatable)")
     serve.add_argument("--draft-env", action="append", default=[], metavar="KEY=VALUE",
                        help="environment variable for the draft server(s), over the "
-                            "profile's (repeatable)")
+                            "profile's (repeatable; KEY= unsets KEY)")
     serve.add_argument("--base-env", action="append", default=[], metavar="KEY=VALUE",
                        help="environment variable for the base server(s) (repeatable)")
     serve.add_argument("--replicas", type=int, default=1, metavar="N",

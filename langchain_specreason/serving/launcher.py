@@ -94,6 +94,8 @@ def server_command(spec: ServerSpec, device: str, *, fetch_missing: bool = True)
 def server_env(spec: ServerSpec, device: str, *, api_key: str | None = None) -> dict[str, str]:
     """Environment of a server process: ours, plus the profile's, plus offline defaults on CPU.
 
+    A variable set to ``""`` by the profile or an override is removed.
+
     ``api_key`` becomes ``VLLM_API_KEY`` (over any inherited one): vLLM requires it on ``/v1``.
     """
     env = dict(os.environ)
@@ -108,6 +110,9 @@ def server_env(spec: ServerSpec, device: str, *, api_key: str | None = None) -> 
         # 300 s and kill the engine; a slow step is better than a dead server.
         env.setdefault("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "1800")
     env.update(dict(spec.env))
+    # KEY= (an empty value) unsets KEY: vLLM reads some variables with int() and fails on "",
+    # e.g. VLLM_CPU_KVCACHE_SPACE= to size the cache with --kv-cache-memory-bytes instead
+    env = {key: value for key, value in env.items() if value != ""}
     if api_key:
         env[SERVER_KEY_ENV] = api_key
     return env

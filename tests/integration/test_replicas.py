@@ -5,8 +5,8 @@ Two parts:
 - the real ``vllm-router`` through the Launcher's replica path, in front of tiny stub
   OpenAI servers (seconds, a few MB): where requests land, what the router forwards, a
   replica killed under it;
-- ``specreason serve --profile cpu-test --replicas 2`` on real vLLM servers (4 servers, about
-  21 GB): the base prefix-cache hit rate of one ChatSpecReason run's judge calls per replica
+- ``specreason serve --profile cpu-test --replicas 2`` on real vLLM servers (4 servers of
+  the 135M, see ``SMALL``): the base prefix-cache hit rate of one ChatSpecReason run's judge calls per replica
   (each replica's own ``/metrics``) with the routing key, without it, and on one server alone;
   one replica of each role killed mid-run; Ctrl-C. These run after the session's pair is
   stopped (marker ``after_shutdown``): the two sets of servers do not fit in 24 GB together.
@@ -147,9 +147,18 @@ async def test_router_pins_a_key_to_one_replica_forwards_the_key_and_fails_over(
 
 # --- real vLLM servers ----------------------------------------------------------------------
 
-NEEDED_GB = 21.0
-"""Memory for 4 cpu-test servers with 1 GiB of base KV cache: measured 20.7 GiB (PSS of the
-process tree) after start; available memory went from 23.0 to 2.5 GB (serve/README.md)."""
+KV_BYTES = 256 * 2**20
+SMALL = ("--base-model", "smollm2-135m",
+         *(flag for role in ("draft", "base")
+           for flag in (f"--{role}-env", "VLLM_CPU_KVCACHE_SPACE=",  # "" unsets it for vLLM
+                        f"--{role}-arg=--kv-cache-memory-bytes={KV_BYTES}")))
+"""What these tests measure is routing, caching and failover, not answers: the draft model
+serves the base pools too, and every replica gets 256 MiB of KV cache (about 5,800 tokens of
+the 135M at 45 KiB a token; one full 4096-token sequence fits). Four cpu-test servers with the
+profile's models took 20.7 GiB (serve/README.md): more than a 24 GB CI machine had free."""
+NEEDED_GB = 14.0
+"""Refuse to start below this: measured 11.7 GiB PSS for the tree after start (available
+memory 22.3 GB before, 11.1 GB after; ``runs/test-logs/replicas.json``)."""
 DRAFT_PORT, BASE_PORT, FIRST = 8141, 8142, 8241
 REPLICAS = {"draft": [f"http://127.0.0.1:{FIRST + i}/v1" for i in range(2)],
             "base": [f"http://127.0.0.1:{FIRST + 2 + i}/v1" for i in range(2)]}
@@ -179,9 +188,7 @@ def pool() -> Iterator[Pool]:
                            "available (stop other servers first)")
     serve = start_serve(
         "cpu-test", "--replicas", "2", "--draft-port", str(DRAFT_PORT), "--base-port",
-        str(BASE_PORT), "--replica-port", str(FIRST),
-        # 1 GiB of KV cache per base replica instead of the profile's 2: 4 servers fit
-        "--base-env", "VLLM_CPU_KVCACHE_SPACE=1",
+        str(BASE_PORT), "--replica-port", str(FIRST), *SMALL,
         log_dir=LOG_DIR / "replicas", timeout=1800.0, name="serve-replicas")
     report: dict = {"pss_gb_after_start": round(_rss_gb(serve), 2),
                     "available_gb_before_start": round(free, 2),
