@@ -152,9 +152,7 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"{name:<10} {profile.description}{variants}")
         return 0
     launcher = serve_launcher(args)
-    profile = launcher.profile
-    print(f"starting {profile.name}{'/' + profile.variant if profile.variant else ''}: "
-          f"{profile.description} (logs: {launcher.log_dir})", file=sys.stderr, flush=True)
+    print(starting_line(args, launcher), file=sys.stderr, flush=True)
     if launcher.plan is not None:
         replicas = len(next(iter(launcher.plan.replicas.values())))
         print(f"{replicas} replicas per role behind vllm-router "
@@ -165,6 +163,16 @@ def _serve(args: argparse.Namespace) -> int:
         while True:
             launcher.raise_if_dead()
             time.sleep(1.0)
+
+
+def starting_line(args: argparse.Namespace, launcher: Launcher) -> str:
+    """What ``specreason serve`` prints first: the profile, any model the flags replaced, logs."""
+    profile = launcher.profile
+    replaced = [f"{role} {getattr(profile, role).served_name}" for role in ("draft", "base")
+                if getattr(args, f"{role}_model", None)]
+    instead = f" (instead: {', '.join(replaced)})" if replaced else ""
+    return (f"starting {profile.name}{'/' + profile.variant if profile.variant else ''}: "
+            f"{profile.description}{instead} (logs: {launcher.log_dir})")
 
 
 def serve_launcher(args: argparse.Namespace) -> Launcher:

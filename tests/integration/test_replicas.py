@@ -6,8 +6,9 @@ Two parts:
   OpenAI servers (seconds, a few MB): where requests land, what the router forwards, a
   replica killed under it;
 - ``specreason serve --profile cpu-test --replicas 2`` on real vLLM servers (4 servers of
-  the 135M, see ``SMALL``): the base prefix-cache hit rate of one ChatSpecReason run's judge calls per replica
-  (each replica's own ``/metrics``) with the routing key, without it, and on one server alone;
+  the 135M, see ``SMALL``): the base prefix-cache hit rate of one ChatSpecReason run's judge
+  calls per replica (each replica's own ``/metrics``) with the routing key, without it, and on
+  one server alone;
   one replica of each role killed mid-run; Ctrl-C. These run after the session's pair is
   stopped (marker ``after_shutdown``): the two sets of servers do not fit in 24 GB together.
 """

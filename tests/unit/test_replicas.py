@@ -11,7 +11,7 @@ import httpx
 import openai
 import pytest
 
-from langchain_specreason.cli import build_parser, serve_launcher
+from langchain_specreason.cli import build_parser, serve_launcher, starting_line
 from langchain_specreason.endpoint.routing import (
     ROUTING_HEADER,
     RoutingHeaders,
@@ -89,6 +89,15 @@ def test_the_router_executable_is_this_environments(monkeypatch, tmp_path):
     monkeypatch.setattr(replicas_module.shutil, "which", lambda name: None)
     with pytest.raises(ServeError, match=r"pip install 'langchain-specreason\[scale\]'"):
         replicas_module.router_executable()
+
+
+def test_the_starting_line_names_a_model_the_flags_replaced():
+    args = _args("--base-model", "smollm2-135m")
+    line = starting_line(args, serve_launcher(args))
+    assert line.startswith("starting cpu-test: CPU, fast: draft SmolLM2-135M-Instruct, base Qwen")
+    assert "(instead: base smollm2-135m) (logs: " in line
+    plain = _args()
+    assert "instead" not in starting_line(plain, serve_launcher(plain))
 
 
 # --- refusals -------------------------------------------------------------------------------
