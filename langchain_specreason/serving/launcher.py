@@ -109,10 +109,14 @@ def server_env(spec: ServerSpec, device: str, *, api_key: str | None = None) -> 
         # A model step that recompiles on a busy 2-core machine can exceed vLLM's default
         # 300 s and kill the engine; a slow step is better than a dead server.
         env.setdefault("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "1800")
-    env.update(dict(spec.env))
-    # KEY= (an empty value) unsets KEY: vLLM reads some variables with int() and fails on "",
-    # e.g. VLLM_CPU_KVCACHE_SPACE= to size the cache with --kv-cache-memory-bytes instead
-    env = {key: value for key, value in env.items() if value != ""}
+    # KEY= (an empty value) in the profile or an override unsets KEY: vLLM reads some variables
+    # with int() and fails on "", e.g. VLLM_CPU_KVCACHE_SPACE= to size the cache with
+    # --kv-cache-memory-bytes instead. Inherited variables are passed on as they are.
+    for key, value in spec.env:
+        if value == "":
+            env.pop(key, None)
+        else:
+            env[key] = value
     if api_key:
         env[SERVER_KEY_ENV] = api_key
     return env

@@ -170,12 +170,14 @@ def test_server_env_sets_the_key_over_an_inherited_one(monkeypatch):
     assert KEY not in server_command(spec, "cpu", fetch_missing=False)
 
 
-def test_an_empty_env_override_unsets_the_variable_even_a_default():
+def test_an_empty_env_override_unsets_the_variable_even_a_default(monkeypatch):
+    monkeypatch.setenv("X_INHERITED_EMPTY", "")
     spec = load_profile("cpu-test", extra_env={"base": {"VLLM_CPU_KVCACHE_SPACE": "",
                                                         "X_KEEP": "0"}}).base
     env = server_env(spec, "cpu")
     assert "VLLM_CPU_KVCACHE_SPACE" not in env  # the profile's 2 and the CPU default's 1 are gone
     assert env["X_KEEP"] == "0"
+    assert env["X_INHERITED_EMPTY"] == ""  # only the profile's and overrides' "" unset
     assert server_env(load_profile("cpu-test").base, "cpu")["VLLM_CPU_KVCACHE_SPACE"] == "2"
 
 
