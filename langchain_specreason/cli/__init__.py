@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ..lab.training.command import add_parser as add_arbitrage_parser
 
     add_arbitrage_parser(sub)
+    from ..lab.labels.command import add_parser as add_label_parser
+
+    add_label_parser(sub)
     return parser
 
 
@@ -111,6 +114,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ..lab.training.command import run as run_arbitrage
 
             return asyncio.run(run_arbitrage(args))
+        if args.command == "label":
+            from ..lab.labels.command import run as run_label
+
+            return asyncio.run(run_label(args))
     except SpecReasonError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

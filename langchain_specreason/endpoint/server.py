@@ -438,22 +438,27 @@ class OpenAIEndpoint:
         seconds = time.perf_counter() - start
         if not resp.choices:
             raise EndpointError(self.name, self.base_url, "the server returned no choice")
-        choice = resp.choices[0]
-        out = Completion(
-            text=choice.message.content or "",
-            finish_reason=choice.finish_reason,
-            stop_reason=(choice.model_extra or {}).get("stop_reason"),
-            seconds=seconds,
-            tool_calls=[tc.model_dump() for tc in (choice.message.tool_calls or [])],
-        )
+        out = _choice(resp.choices[0], request, seconds)
         _add_usage(out, resp.usage)
-        content = choice.logprobs.content if choice.logprobs else None
-        if content:
-            out.top_logprobs = [(t.token, t.logprob) for t in content[0].top_logprobs]
-            if request.logprobs:
-                out.token_logprobs = [t.logprob for t in content]
-                out.token_texts = [t.token for t in content]
         return out
+
+    async def sample(self, request: ChatRequest, n: int) -> list[Completion]:
+        """``n`` completions of ``request`` in one call (the server batches them).
+
+        Usage (prompt and completion tokens of all ``n``) is on the first.
+        """
+        if n < 1:
+            raise ConfigError(f"n must be at least 1, got {n}")
+        kwargs = await self._kwargs(request)
+        start = time.perf_counter()
+        resp = await self._call(self.client.chat.completions.create, n=n, **kwargs)
+        seconds = time.perf_counter() - start
+        if len(resp.choices) != n:
+            raise EndpointError(self.name, self.base_url,
+                                f"asked for {n} choices, the server returned {len(resp.choices)}")
+        outs = [_choice(c, request, seconds) for c in sorted(resp.choices, key=lambda c: c.index)]
+        _add_usage(outs[0], resp.usage)
+        return outs
 
     async def classify(self, texts: list[str], *, truncate: int | None = None) -> Classified:
         """Class probabilities of ``texts`` from a classifier server (vLLM ``/classify``).
@@ -640,6 +645,24 @@ class OpenAIEndpoint:
         final.tool_calls = [tool_parts[i] for i in sorted(tool_parts)]
         final.seconds = time.perf_counter() - start
         yield final
+
+
+def _choice(choice: Any, request: ChatRequest, seconds: float) -> Completion:
+    """One choice of a chat-completions reply as a :class:`Completion` (no usage)."""
+    out = Completion(
+        text=choice.message.content or "",
+        finish_reason=choice.finish_reason,
+        stop_reason=(choice.model_extra or {}).get("stop_reason"),
+        seconds=seconds,
+        tool_calls=[tc.model_dump() for tc in (choice.message.tool_calls or [])],
+    )
+    content = choice.logprobs.content if choice.logprobs else None
+    if content:
+        out.top_logprobs = [(t.token, t.logprob) for t in content[0].top_logprobs]
+        if request.logprobs:
+            out.token_logprobs = [t.logprob for t in content]
+            out.token_texts = [t.token for t in content]
+    return out
 
 
 def _add_usage(out: Completion, usage: Any) -> None:
