@@ -97,7 +97,7 @@ class SpecReasonConfig(BaseModel):
     logprob_aggregate: Aggregate = "math"
     """``likelihood`` and ``confidence``: ``mean`` of the step's token log-probabilities,
     ``min`` (the least likely token), or ``math`` (the least likely token holding a digit or an
-    operator; 0 for a step without any: wording alone is not judged)."""
+    operator; a step without any is read as ``min``: no step passes for having no digit)."""
     budget: int = Field(8192, gt=0)
     """Token budget: the trace stops once it holds this many tokens."""
     step_max_tokens: int = Field(512, gt=0)

@@ -9,7 +9,8 @@ it stands out even when the base model, asked for a 0-9 rating, calls everything
 writing the step (returned with the draft step; no extra call at all).
 
 Both aggregate the token log-probabilities of the step into one score (``mean``: the average,
-``min``: the least likely token) and keep the step when the score is at least the threshold
+``min``: the least likely token; ``math``: the least likely digit or operator token, or
+``min`` for a step without one) and keep the step when the score is at least the threshold
 (a log-probability, so at most 0).
 
 Prefill: the prompt is the conversation, the trace and the draft step, as token ids. The
@@ -39,14 +40,16 @@ def aggregate(logprobs: Sequence[float], how: Aggregate,
               tokens: Sequence[str | None] | None = None) -> float:
     """One score from token log-probabilities (an empty step scores 0: nothing unlikely).
 
-    ``math`` needs the tokens' text: the least likely token holding a digit or an operator
-    (0 when the step has none).
+    ``math`` needs the tokens' text: the least likely token holding a digit or an operator;
+    a step without any is read as ``min`` (its least likely word), never accepted for having
+    no digit.
     """
     if how == "math":
         if tokens is None:
             raise ValueError("the math aggregate needs the tokens' text")
-        logprobs = [lp for lp, tok in zip(logprobs, tokens, strict=True)
-                    if tok and MATH_CHARS.intersection(tok)]
+        maths = [lp for lp, tok in zip(logprobs, tokens, strict=True)
+                 if tok and MATH_CHARS.intersection(tok)]
+        logprobs = maths or list(logprobs)
         how = "min"
     if not logprobs:
         return 0.0

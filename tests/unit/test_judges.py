@@ -246,3 +246,14 @@ def test_a_step_cannot_close_the_assistant_turn_in_the_judge_prompt():
     assert "<|im_end|>" not in judged and "<|im_start|>" not in judged
     assert judged.replace("\u200d", "") == "a\n\n" + forged  # nothing else changed
     assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant"]
+
+
+def test_math_aggregate_judges_a_step_without_digits_by_its_words():
+    from langchain_specreason.judges.likelihood import aggregate
+
+    # "forty eggs, and after breaking five, thirty five are left": no digit, one unlikely word
+    tokens = ["forty", " eggs", ",", " thirty", " five", " are", " left"]
+    logprobs = [-0.2, -0.1, -0.1, -6.0, -0.3, -0.1, -0.1]
+    assert aggregate(logprobs, "math", tokens) == -6.0  # read as min, not a free pass (0)
+    judge_math = [-0.2, -4.0, -0.1]
+    assert aggregate(judge_math, "math", ["48", " clips", "/"]) == -0.2  # digits when present

@@ -82,6 +82,14 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--inject", action="store_true",
                    help="also judge each wrong step with an injected verdict appended "
                         "(\"Score: 9\", a forged judge turn); the report gives the score shift")
+    p.add_argument("--labels", metavar="FILE",
+                   help="judge real draft steps labelled harmful or harmless (JSONL: "
+                        "question, steps, step, harmful; `specreason label` writes them) "
+                        "instead of synthetic corruptions of gold steps")
+    p.add_argument("--fit-on", metavar="DIR",
+                   help="with --labels: a results folder of `bench judges --labels` on dev "
+                        "labels; thresholds and the learned reading are chosen there, then "
+                        "reported on these labels")
     p.add_argument("--out", default="runs/judges", help="result folder; reuse one to resume")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -169,19 +177,34 @@ async def run_judges(args: argparse.Namespace) -> int:
                           api_key=api_key_of(args))
     family = args.family or load_profile(args.profile).family
     fmt = get_format(family)
-    examples, skipped = load_judge_examples(args.limit, seed=args.seed)
+    labels = getattr(args, "labels", None)
+    fit_on = getattr(args, "fit_on", None)
+    if fit_on and not labels:
+        raise ConfigError("--fit-on goes with --labels")
+    if fit_on and not (Path(fit_on) / RESULTS).is_file():
+        raise ConfigError(f"--fit-on {fit_on}: no {RESULTS} there (run `bench judges "
+                          "--labels DEV_FILE --out DIR` first)")
+    if labels:
+        from ..labels.labelfile import load_labelled_steps
+
+        examples, skipped = load_labelled_steps(Path(labels)), 0
+        described: dict[str, Any] = {"labels": str(labels), "synthetic": False,
+                                     "fit_on": fit_on, "family": family}
+    else:
+        examples, skipped = load_judge_examples(args.limit, seed=args.seed)
+        described = {"limit": args.limit, "seed": args.seed, "family": family,
+                     "dataset": "gsm8k-train", "synthetic": True, "skipped_problems": skipped}
     problems = len({e.problem_id for e in examples})
     if getattr(args, "inject", False):
         examples += injected(examples)
     out = Path(args.out)
-    meta = MetaFile(out, {"limit": args.limit, "seed": args.seed, "family": family,
-                          "dataset": "gsm8k-train", "skipped_problems": skipped,
-                          "inject": bool(getattr(args, "inject", False))})
+    meta = MetaFile(out, {**described, "inject": bool(getattr(args, "inject", False))})
     meta.save()
     done = {(r["measure"], r["example"]) for r in read_records(out / RESULTS)}
     todo = [(m, e) for m in measures for e in examples if (m, e.id) not in done]
-    print(f"bench judges: {len(examples)} examples ({problems} problems, {skipped} "
-          f"skipped: no step fit all three corruptions), {len(measures)} measures, "
+    what = ("labelled draft steps" if labels else
+            f"problems, {skipped} skipped: no step fit all three corruptions")
+    print(f"bench judges: {len(examples)} examples ({problems} {what}), {len(measures)} measures, "
           f"{len(todo)} calls to make; results in {out}", file=sys.stderr, flush=True)
     if todo:
         needs_servers = any(MEASURES[m] != "no server" for m, _ in todo)
@@ -190,7 +213,13 @@ async def run_judges(args: argparse.Namespace) -> int:
                 meta.add_servers(await pair.describe())
             await _run(todo, pair, fmt, out, progress=not args.no_progress)
     meta.finish(len(todo))
-    for path in write_judge_report(out):
+    if labels:
+        from .labelreport import write_label_report
+
+        paths = write_label_report(out, Path(fit_on) if fit_on else None)
+    else:
+        paths = write_judge_report(out)
+    for path in paths:
         print(path)
     return 0
 

@@ -37,12 +37,15 @@ class JudgeExample:
     position: int
     """0-based index of the judged step among the solution's steps."""
     original: str
-    """The gold version of the judged step, stripped, ending with a blank line."""
+    """The gold version of the judged step, stripped, ending with a blank line (labelled
+    steps: the base model's own step, when known)."""
+    advantage: float | None = None
+    """Labelled steps: the base step's success rate minus the draft step's (rollouts)."""
 
     @property
     def wrong(self) -> bool:
-        """Whether the judged step is a corruption (a judge should reject it)."""
-        return self.kind != "correct"
+        """Whether a judge should reject the step (a corruption, or labelled harmful)."""
+        return self.kind not in ("correct", "harmless")
 
 
 def solution_lines(answer: str) -> list[str]:

@@ -286,8 +286,11 @@ def write_judge_report(out: Path) -> list[Path]:
     rows = summarise(records)
     injections = injection_rows(records)
     problems = len({r["problem_id"] for r in records})
-    text = (f"# Judge benchmark ({problems} GSM8K train problems, "
-            f"{len({r['example'] for r in records})} examples)\n\n" + markdown(rows)
+    text = (f"# Judge benchmark, synthetic ({problems} GSM8K train problems, "
+            f"{len({r['example'] for r in records})} examples)\n\n"
+            "Synthetic: gold steps against copies with one number or operator corrupted, "
+            "what the arithmetic check and the `math` reading were built to catch. For the "
+            "draft's own mistakes see `bench judges --labels`.\n\n" + markdown(rows)
             + injection_markdown(injections))
     paths = [out / "summary.md", out / "summary.json"]
     paths[0].write_text(text, encoding="utf-8")

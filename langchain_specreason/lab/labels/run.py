@@ -1,4 +1,4 @@
-"""Label a seeded sample of problems, resumable: ``labels.jsonl``, ``problems.jsonl``, ``meta.json``.
+"""Label a seeded sample of problems, resumable: labels, problems done, provenance.
 
 Each problem: the draft model writes its trace through the graph itself (every draft step
 accepted, so the steps are split exactly as a SpecReason run splits them, greedy), then

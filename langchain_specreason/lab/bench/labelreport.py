@@ -1,0 +1,236 @@
+"""The judge benchmark on labelled draft steps: AUROC against ``harmful``, decisions, costs.
+
+Reads the results of ``specreason bench judges --labels FILE`` (every example is a real draft
+step, ``harmless`` or ``harmful`` by base-model rollouts; see :mod:`..labels`). Besides the
+readings of :data:`.judgereport.VARIANTS` it composes:
+
+* ``disagreement``: the base model's mean token log-probability of the step minus the draft
+  model's own (the two ``mean`` readings of ``likelihood`` and ``confidence``): a step the
+  base model finds much less likely than the draft did;
+* ``learned``: a logistic regression over all readings (:mod:`.learned`), fitted on the
+  ``--fit-on`` folder's results (dev labels), never on the labels it is reported on.
+
+Thresholds: with ``--fit-on DEV``, each reading's threshold is chosen on the dev results (the
+one rejecting the most harmful steps while keeping at least :data:`KEEP_HARMLESS` of the
+harmless ones) and only then applied here; without it, the library's default threshold.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ...config import SpecReasonConfig
+from .judgereport import VARIANTS, _mean, auroc, default_threshold, roc_points, variant_scores
+from .learned import LogisticModel, example_features, fit_logistic
+from .results import read_records
+
+KEEP_HARMLESS = 0.9
+"""The share of harmless steps a chosen threshold must keep on the dev labels."""
+
+DISAGREEMENT = "disagreement (base mean - draft mean)"
+LEARNED = "learned (logistic, all readings)"
+
+NAMES: dict[str, str] = {
+    "score (greedy)": "score",
+    "score (average)": "score[average]",
+    "score-reference (greedy)": "score[reference]",
+    "score-reference (average)": "score[reference,average]",
+    "likelihood (mean)": "likelihood[mean]",
+    "likelihood (min)": "likelihood[min]",
+    "likelihood (math)": "likelihood",
+    "confidence (mean)": "confidence[mean]",
+    "confidence (min)": "confidence[min]",
+    "confidence (math)": "confidence",
+    "arithmetic": "arithmetic",
+    "arithmetic+likelihood (mean)": "arithmetic+likelihood[mean]",
+    "arithmetic+likelihood (min)": "arithmetic+likelihood[min]",
+    "arithmetic+likelihood (math)": "arithmetic+likelihood",
+    "arithmetic+confidence (mean)": "arithmetic+confidence[mean]",
+    DISAGREEMENT: "disagreement",
+    LEARNED: "learned",
+}
+"""Each reading as ``--judge`` spells it; ``[...]`` names a reading other than the default
+(``logprob_aggregate="math"``, ``score_method="greedy"``)."""
+
+
+def all_scores(records: Sequence[dict[str, Any]],
+               model: LogisticModel | None = None) -> dict[str, dict[str, float]]:
+    """Reading -> example -> score (higher keeps the step), composed readings included."""
+    out = {variant: variant_scores(records, variant) for variant in VARIANTS}
+    lik, conf = out["likelihood (mean)"], out["confidence (mean)"]
+    out[DISAGREEMENT] = {e: lik[e] - conf[e] for e in lik if e in conf}
+    if model is not None:
+        _names, features = example_features(out, model.names)
+        out[LEARNED] = {e: model.predict(x) for e, x in features.items()}
+    return {k: v for k, v in out.items() if v}
+
+
+def fit_on(dev: Sequence[dict[str, Any]]) -> LogisticModel | None:
+    """The learned reading fitted on the dev results (``None``: no reading to fit on)."""
+    harmful = harmful_of(dev)
+    names, features = example_features(all_scores(dev))
+    ys = [not harmful[e] for e in features]
+    if not features or all(ys) or not any(ys):
+        return None
+    return fit_logistic([features[e] for e in features], ys, names=names)
+
+
+def harmful_of(records: Sequence[dict[str, Any]]) -> dict[str, bool]:
+    """Example -> harmful."""
+    return {r["example"]: r["kind"] == "harmful" for r in records}
+
+
+def choose_threshold(harmless: Sequence[float], harmful: Sequence[float],
+                     keep: float = KEEP_HARMLESS) -> float:
+    """The threshold rejecting the most harmful steps while keeping >= ``keep`` harmless.
+
+    Keeping means ``score >= threshold``; the highest such threshold is taken.
+    """
+    best = min(harmless) if harmless else 0.0
+    for t in sorted(set(harmless) | set(harmful)):
+        if sum(s >= t for s in harmless) / len(harmless) >= keep:
+            best = t
+    return best
+
+
+def split(scores: Mapping[str, float], harmful: Mapping[str, bool]
+          ) -> tuple[list[float], list[float]]:
+    """(harmless scores, harmful scores)."""
+    ok = [s for e, s in scores.items() if not harmful[e]]
+    bad = [s for e, s in scores.items() if harmful[e]]
+    return ok, bad
+
+
+def summarise_labels(records: Sequence[dict[str, Any]],
+                     dev: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """``{"judges": {NAME: {...}}, "fit_on_dev": bool}`` for the labelled results ``records``."""
+    model = fit_on(dev) if dev else None
+    dev_scores = all_scores(dev, model) if dev else {}
+    scores = all_scores(records, model)
+    harm = harmful_of(records)
+    judges: dict[str, Any] = {}
+    costs = _costs(records)
+    for variant, by_example in scores.items():
+        ok, bad = split(by_example, harm)
+        if not ok or not bad:
+            continue
+        if dev:
+            if variant not in dev_scores:
+                continue
+            d_ok, d_bad = split(dev_scores[variant], harmful_of(dev))
+            threshold: float | None = choose_threshold(d_ok, d_bad) if d_ok else None
+        else:
+            threshold = _default_threshold(variant)
+        row: dict[str, Any] = {"variant": variant, "n": len(by_example),
+                               "harmful": len(bad), "auroc": auroc(ok, bad)}
+        if threshold is not None:
+            row.update(threshold=threshold,
+                       kept_harmless=sum(s >= threshold for s in ok) / len(ok),
+                       rejected_harmful=sum(s < threshold for s in bad) / len(bad))
+        row.update(costs.get(variant, {}))
+        judges[NAMES.get(variant, variant)] = row
+    return {"fit_on_dev": bool(dev), "keep_harmless_target": KEEP_HARMLESS if dev else None,
+            "features": list(model.names) if model else None,
+            "learned_weights": model.as_dict() if model else None, "judges": judges}
+
+
+def _default_threshold(variant: str) -> float | None:
+    if variant in VARIANTS:
+        return default_threshold(variant)
+    return None
+
+
+def _costs(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Seconds and prefilled tokens per call of each reading (the calls it needs, summed)."""
+    per_measure: dict[str, dict[str, float]] = {}
+    for measure in ("likelihood", "confidence", "score", "score-reference", "arithmetic"):
+        calls = [r for r in records if r["measure"] == measure]
+        if calls:
+            per_measure[measure] = {
+                "seconds_per_call": _mean([c["seconds"] for c in calls]),
+                "prefilled_per_call": _mean([c.get("prefilled_tokens") or 0 for c in calls])}
+    out: dict[str, dict[str, float]] = {}
+    for variant, (measure, _read, _check) in VARIANTS.items():
+        if measure in per_measure:
+            out[variant] = per_measure[measure]
+    both = [per_measure[m] for m in ("likelihood", "confidence") if m in per_measure]
+    if both:
+        summed = {k: math.fsum(b[k] for b in both) for k in both[0]}
+        out[DISAGREEMENT] = out[LEARNED] = summed
+    return out
+
+
+def markdown(summary: dict[str, Any], title: str) -> str:
+    """The summary table of a labelled judge benchmark."""
+    how = ("thresholds and weights chosen on the dev labels (`--fit-on`), applied here"
+           if summary["fit_on_dev"] else "thresholds: the library defaults")
+    lines = [f"# {title}", "", f"Real draft steps labelled by base-model rollouts; {how}.", "",
+             "| judge | n | harmful | AUROC | threshold | harmless kept | harmful rejected "
+             "| s/call | prefilled tok/call |", "|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for name, row in sorted(summary["judges"].items(),
+                            key=lambda kv: -(kv[1]["auroc"] or 0)):
+        t = row.get("threshold")
+        lines.append(
+            f"| {name} | {row['n']} | {row['harmful']} | {row['auroc']:.3f} | "
+            + (f"{t:.4g} | {row['kept_harmless']:.0%} | {row['rejected_harmful']:.0%} | "
+               if t is not None else "– | – | – | ")
+            + (f"{row['seconds_per_call']:.2f} | {row['prefilled_per_call']:.0f} |"
+               if "seconds_per_call" in row else "– | – |"))
+    return "\n".join(lines) + "\n"
+
+
+def plot_label_roc(records: Sequence[dict[str, Any]], path: Path,
+                   dev: Sequence[dict[str, Any]] | None = None) -> Path | None:
+    """One ROC panel: harmless steps kept against harmful steps kept, per reading."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    model = fit_on(dev) if dev else None
+    scores = all_scores(records, model)
+    harm = harmful_of(records)
+    fig, ax = plt.subplots(figsize=(6.4, 5.2))
+    shown = [v for v in scores if "(min)" not in v and "reference" not in v]
+    cmap = plt.get_cmap("tab20")
+    for number, variant in enumerate(shown):
+        ok, bad = split(scores[variant], harm)
+        if not ok or not bad:
+            continue
+        xs, ys = zip(*roc_points(ok, bad), strict=True)
+        bold = variant in (LEARNED, "arithmetic+likelihood (math)")
+        ax.plot(xs, ys, label=f"{NAMES.get(variant, variant)} ({auroc(ok, bad):.2f})",
+                linewidth=2.4 if bold else 1.2, color=cmap(number % 20))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1)
+    ax.set_xlabel("harmful draft steps kept (FPR)")
+    ax.set_ylabel("harmless draft steps kept (TPR)")
+    ax.set_title("judges on real draft steps (AUROC in brackets)")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_label_report(out: Path, dev: Path | None = None) -> list[Path]:
+    """``summary.md``, ``summary.json`` and ``roc.png`` of a labelled judge-benchmark folder."""
+    records = read_records(out / "results.jsonl")
+    dev_records = read_records(dev / "results.jsonl") if dev else None
+    summary = summarise_labels(records, dev_records)
+    summary["config_defaults"] = {k: SpecReasonConfig().as_dict()[k] for k in (
+        "judge", "likelihood_threshold", "logprob_aggregate", "threshold", "score_method")}
+    if dev:
+        summary["fit_on"] = str(dev)
+    steps = len({r["example"] for r in records})
+    paths = [out / "summary.md", out / "summary.json"]
+    paths[0].write_text(markdown(summary, f"Judges on {steps} labelled draft steps"),
+                        encoding="utf-8")
+    paths[1].write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    png = plot_label_roc(records, out / "roc.png", dev_records)
+    return paths + ([png] if png else [])
