@@ -8,58 +8,41 @@ LangGraph graph built by :func:`create_specreason_graph`; terms are defined in
 
 from __future__ import annotations
 
-from .baselines import SingleModelRun, single_model
+from importlib.metadata import PackageNotFoundError, version
+
+# Also importable from the package root (earlier releases exported them here); their homes are
+# the submodules named: errors from ``langchain_specreason.errors``, endpoint types from
+# ``.endpoint``, formats from ``.formats``, judges from ``.judges``, run types from ``.state``
+# and ``.stats``, the single-model yardstick from ``.baselines``.
+from .baselines import SingleModelRun, single_model  # noqa: F401
 from .chat_model import ChatSpecReason
 from .config import SpecReasonConfig
-from .endpoint import ChatRequest, Completion, Endpoint, OpenAIEndpoint
-from .errors import (
+from .endpoint import ChatRequest, Completion, Endpoint, OpenAIEndpoint  # noqa: F401
+from .errors import (  # noqa: F401
     ConfigError,
     ContextLengthError,
     DeadlineError,
     EndpointError,
-    HashMismatchError,
     InputError,
-    ModelFetchError,
-    PortInUseError,
-    ServeError,
-    ServerDiedError,
     SpecReasonError,
 )
-from .formats import FORMATS, PlainFormat, PromptFormat, TagFormat
+from .formats import FORMATS, PlainFormat, PromptFormat, TagFormat  # noqa: F401
 from .graph import create_specreason_graph
-from .judges import BaseModelJudge, Judge, Verdict
-from .state import SpecReasonState, StepRecord
-from .stats import SpecReasonStats
+from .judges import BaseModelJudge, Judge, Verdict, make_judge  # noqa: F401
+from .state import SpecReasonState, StepRecord  # noqa: F401
+from .stats import SpecReasonStats  # noqa: F401
+
+try:
+    __version__ = version("langchain-specreason")
+except PackageNotFoundError:  # pragma: no cover - run from a source tree without install
+    __version__ = "0+unknown"
 
 __all__ = [
-    "FORMATS",
-    "BaseModelJudge",
-    "ChatRequest",
     "ChatSpecReason",
-    "Completion",
-    "ConfigError",
-    "ContextLengthError",
-    "DeadlineError",
-    "Endpoint",
-    "EndpointError",
-    "HashMismatchError",
-    "InputError",
     "Judge",
-    "ModelFetchError",
     "OpenAIEndpoint",
-    "PlainFormat",
-    "PortInUseError",
-    "PromptFormat",
-    "ServeError",
-    "ServerDiedError",
-    "SingleModelRun",
     "SpecReasonConfig",
-    "SpecReasonError",
-    "SpecReasonState",
-    "SpecReasonStats",
-    "StepRecord",
-    "TagFormat",
-    "Verdict",
+    "__version__",
     "create_specreason_graph",
-    "single_model",
+    "make_judge",
 ]

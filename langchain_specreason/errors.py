@@ -40,6 +40,16 @@ class ContextLengthError(EndpointError, InputError):
     """The prompt does not fit the server's context window (``max_model_len``)."""
 
 
+class MissingExtraError(ConfigError, ImportError):
+    """A tool needs an optional extra that is not installed; names the extra to install."""
+
+    def __init__(self, what: str, extra: str, module: str) -> None:
+        self.extra = extra
+        self.module = module
+        super().__init__(f"{what} needs the `{extra}` extra (missing module {module!r}): "
+                         f"pip install 'langchain-specreason[{extra}]'")
+
+
 class ModelFetchError(SpecReasonError):
     """Fetching or converting a model failed (network, disk, unknown name)."""
 
@@ -67,6 +77,7 @@ __all__ = [
     "EndpointError",
     "HashMismatchError",
     "InputError",
+    "MissingExtraError",
     "ModelFetchError",
     "PortInUseError",
     "ServeError",

@@ -14,10 +14,11 @@ import sys
 import time
 from collections.abc import Sequence
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, SpecReasonError
+from ..errors import ConfigError, MissingExtraError, SpecReasonError
 from ..serving.catalog import CATALOG
+from .extras import missing_extra
 
 if TYPE_CHECKING:
     from ..serving.launcher import Launcher
@@ -75,55 +76,87 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-dir", help="where server logs go")
     serve.add_argument("--list", action="store_true", help="list profiles and exit")
 
-    from .demo import add_parser as add_demo_parser
-
-    add_demo_parser(sub)
-    from ..lab.bench.command import add_parser as add_bench_parser
-
-    add_bench_parser(sub)
-    from ..lab.training.command import add_parser as add_arbitrage_parser
-
-    add_arbitrage_parser(sub)
-    from ..lab.labels.command import add_parser as add_label_parser
-
-    add_label_parser(sub)
+    for name, module, helptext in TOOLS:
+        _add_tool(sub, name, module, helptext)
     return parser
+
+
+TOOLS: tuple[tuple[str, str, str], ...] = (
+    ("demo", "langchain_specreason.cli.demo", "the demo"),
+    ("bench", "langchain_specreason.lab.bench.command", "the benchmark"),
+    ("arbitrage", "langchain_specreason.lab.training.command", "the Arbitrage router"),
+    ("label", "langchain_specreason.lab.labels.command", "step labelling"),
+)
+"""Subcommands whose modules need extras: (name, module with ``add_parser``, what it is)."""
+
+
+def _add_tool(sub: Any, name: str, module: str, what: str) -> None:
+    """Add a tool's subparser; without its extra, a stand-in that says which extra to install."""
+    import importlib
+
+    try:
+        importlib.import_module(module).add_parser(sub)
+    except ModuleNotFoundError as exc:
+        error = missing_extra(f"`specreason {name}`", exc)
+        if error is None:
+            raise
+        stand_in = sub.add_parser(name, help=f"{what} (needs the [{error.extra}] extra)",
+                                  add_help=False)
+        stand_in.add_argument("rest", nargs=argparse.REMAINDER)
+        stand_in.set_defaults(missing_extra=error)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``specreason`` console script."""
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except MissingExtraError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     # Ctrl-C and SIGTERM both stop what we started. SIGINT is set explicitly because a shell
     # that starts us in the background hands us SIGINT ignored.
     signal.signal(signal.SIGTERM, _raise_interrupt)
     signal.signal(signal.SIGINT, _raise_interrupt)
     try:
-        if args.command == "models":
-            return _models(args)
-        if args.command == "serve":
-            return _serve(args)
-        if args.command == "demo":
-            from .demo import run_demo
-
-            return asyncio.run(run_demo(args))
-        if args.command == "bench":
-            from ..lab.bench.command import run as run_bench
-
-            return asyncio.run(run_bench(args))
-        if args.command == "arbitrage":
-            from ..lab.training.command import run as run_arbitrage
-
-            return asyncio.run(run_arbitrage(args))
-        if args.command == "label":
-            from ..lab.labels.command import run as run_label
-
-            return asyncio.run(run_label(args))
+        if getattr(args, "missing_extra", None) is not None:
+            raise args.missing_extra
+        return _dispatch(args)
+    except ModuleNotFoundError as exc:
+        error = missing_extra(f"`specreason {args.command}`", exc)
+        if error is None:
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     except SpecReasonError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; servers stopped", file=sys.stderr)
         return 130
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the parsed subcommand (its modules are imported here, with their extras)."""
+    if args.command == "models":
+        return _models(args)
+    if args.command == "serve":
+        return _serve(args)
+    if args.command == "demo":
+        from .demo import run_demo
+
+        return asyncio.run(run_demo(args))
+    if args.command == "bench":
+        from ..lab.bench.command import run as run_bench
+
+        return asyncio.run(run_bench(args))
+    if args.command == "arbitrage":
+        from ..lab.training.command import run as run_arbitrage
+
+        return asyncio.run(run_arbitrage(args))
+    if args.command == "label":
+        from ..lab.labels.command import run as run_label
+
+        return asyncio.run(run_label(args))
     return 0
 
 

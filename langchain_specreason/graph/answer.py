@@ -16,7 +16,7 @@ from ..endpoint import ChatRequest, Completion
 from ..events import AnswerDelta, AnswerToolCall
 from ..formats import continue_messages, to_openai_messages
 from ..state import SpecReasonState
-from ..toolcalls import Recovered, call_prefix, may_be_a_call, recover_tool_calls
+from .toolcalls import Recovered, call_prefix, may_be_a_call, recover_tool_calls
 from .nodes import Parts
 from .steps import answer_room, step_texts
 from .tracing import completion_outputs, traced_call
@@ -35,7 +35,7 @@ async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
 
     Tools: pieces of the server's tool calls are streamed as ``answer_tool_call`` events. A
     call the model wrote as text (bare JSON, a fenced block) is read back when the server
-    parsed none (:mod:`~langchain_specreason.toolcalls`). An instruct tool turn with
+    parsed none (:mod:`~langchain_specreason.graph.toolcalls`). An instruct tool turn with
     ``tool_choice`` auto first asks for a fresh reply with the tools (the trace is the
     reply's own text, written without them): a call there is the answer, prose ends it at
     once and the trace is continued.
@@ -71,7 +71,7 @@ async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
         said: list[str] = []  # the answer's text as streamed (held-back text not yet)
         # With tools, a small model may write its call as text (bare JSON, a fenced block)
         # instead of the tags the server's parser reads: text that may still be a call is
-        # held back, then read as one if the server parsed none (langchain_specreason.toolcalls)
+        # held back, then read as one if the server parsed none (langchain_specreason.graph.toolcalls)
         tool_choice = options.get("tool_choice")
         recover = bool(tools) and tool_choice != "none"
         names = {t.get("function", {}).get("name") for t in tools or []}

@@ -32,12 +32,15 @@ import ast
 import math
 import operator
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Literal, NamedTuple
 
-__all__ = ["ArithmeticCheck", "Equation", "check_step", "find_equations", "safe_eval"]
+from .base import StepContext, Verdict
+
+__all__ = ["ArithmeticCheck", "ArithmeticJudge", "Equation", "check_step", "find_equations", "safe_eval"]
 
 
 @dataclass(frozen=True)
@@ -258,3 +261,19 @@ def safe_eval(expression: str) -> float | None:
     except (SyntaxError, ValueError, ZeroDivisionError, OverflowError, RecursionError, MemoryError):
         return None
     return value if math.isfinite(value) else None
+
+
+class ArithmeticJudge:
+    """``arithmetic``: reject a step that writes a wrong result; score 0 wrong, 0.5 unsure, 1."""
+
+    async def judge(self, ctx: StepContext) -> Verdict:
+        """Recompute the step's equations."""
+        start = time.perf_counter()
+        check = check_step(ctx.step)
+        score = {"wrong": 0.0, "unsure": 0.5, "right": 1.0}[check.verdict]
+        return Verdict(
+            score=score, accept=check.verdict != "wrong",
+            seconds=time.perf_counter() - start,
+            detail={"arithmetic": check.verdict, "equations": check.checked,
+                    "wrong": [eq.text for eq in check.wrong]},
+        )

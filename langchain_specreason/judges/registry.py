@@ -7,7 +7,8 @@ from ..endpoint import Endpoint, TokenScorer
 from ..errors import ConfigError
 from ..formats import PromptFormat
 from .base import Judge
-from .cascade import ArithmeticJudge, CascadeJudge
+from .arithmetic import ArithmeticJudge
+from .cascade import CascadeJudge
 from .likelihood import ConfidenceJudge, LikelihoodJudge
 from .score import BaseModelJudge
 

@@ -12,6 +12,7 @@ so that faithful SpecReason stays reproducible).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +20,6 @@ from ..config import ScoreMethod, Wording
 from ..endpoint import ChatRequest, Endpoint
 from ..formats import PromptFormat
 from .base import Score, StepContext, Verdict
-from .scoring import average_score, greedy_score
 
 JUDGE_QUESTION = (
     "Rate only the last paragraph of your reply above: is it factually correct and "
@@ -41,6 +41,36 @@ WORDINGS: dict[str, tuple[str, str]] = {
     ),
 }
 """Follow-up question and reply prefill of each wording."""
+
+
+def digit_of(token: str) -> int | None:
+    """The digit a token stands for (surrounding whitespace ignored), else ``None``."""
+    text = token.strip()
+    return int(text) if len(text) == 1 and text.isdigit() and text.isascii() else None
+
+
+def greedy_score(text: str) -> float:
+    """The sampled token's digit; anything that is not a digit scores 0."""
+    digit = digit_of(text)
+    return float(digit) if digit is not None else 0.0
+
+
+def average_score(top_logprobs: Sequence[tuple[str, float]]) -> float:
+    """Probability-weighted mean of the digits among the top logprobs, renormalised.
+
+    Tokens that are not digits are ignored; the same digit reached through different tokens
+    (``"9"`` and ``" 9"``) adds up. No digit at all scores 0.
+    """
+    mass = 0.0
+    weighted = 0.0
+    for token, logprob in top_logprobs:
+        digit = digit_of(token)
+        if digit is None:
+            continue
+        p = math.exp(logprob)
+        mass += p
+        weighted += p * digit
+    return weighted / mass if mass > 0 else 0.0
 
 
 def quote_step(text: str) -> str:

@@ -18,7 +18,7 @@ from langchain_specreason.arbitrage.router import RouterJudge
 from langchain_specreason.endpoint import OpenAIEndpoint
 from langchain_specreason.errors import EndpointError
 from langchain_specreason.graph import create_specreason_graph
-from langchain_specreason.metrics import REQUESTS, scrape
+from langchain_specreason.lab.bench.metrics import REQUESTS, scrape
 from tests.conftest import LOG_DIR, start_serve
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from langchain_specreason.metrics import REQUESTS, scrape
+from langchain_specreason.lab.bench.metrics import REQUESTS, scrape
 
 pytestmark = pytest.mark.integration
 

@@ -23,7 +23,7 @@ import pytest
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from langchain_specreason import ChatSpecReason, EndpointError, OpenAIEndpoint
-from langchain_specreason.metrics import REQUESTS, in_flight, scrape
+from langchain_specreason.lab.bench.metrics import REQUESTS, in_flight, scrape
 from tests.conftest import LOG_DIR, start_serve
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,7 @@ from langchain_specreason import (
     SpecReasonStats,
     create_specreason_graph,
 )
-from langchain_specreason.metrics import GENERATION_TOKENS, REQUESTS, scrape
+from langchain_specreason.lab.bench.metrics import GENERATION_TOKENS, REQUESTS, scrape
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ from langchain_specreason import OpenAIEndpoint, SpecReasonConfig, create_specre
 from langchain_specreason.endpoint import ChatRequest
 from langchain_specreason.formats import get_format
 from langchain_specreason.judges import BaseModelJudge, LikelihoodJudge, StepContext
-from langchain_specreason.metrics import (
+from langchain_specreason.lab.bench.metrics import (
     CACHE_HITS,
     GENERATION_TOKENS,
     PROMPT_TOKENS,

@@ -32,7 +32,7 @@ import pytest
 
 from langchain_specreason import ChatRequest, ChatSpecReason, OpenAIEndpoint
 from langchain_specreason.endpoint.routing import routing_headers, routing_key
-from langchain_specreason.metrics import CACHE_HITS, CACHE_QUERIES, REQUESTS, scrape
+from langchain_specreason.lab.bench.metrics import CACHE_HITS, CACHE_QUERIES, REQUESTS, scrape
 from langchain_specreason.serving import launcher as launcher_module
 from langchain_specreason.serving.launcher import Launcher, check_port_free
 from langchain_specreason.serving.profiles import load_profile

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_specreason import ConfigError, ServeError
+from langchain_specreason.errors import ConfigError, ServeError
 from langchain_specreason.cli import build_parser, main
 from langchain_specreason.lab.bench.command import default_out, make_plan
 from langchain_specreason.lab.bench.modes import (

@@ -27,21 +27,21 @@ from langchain_specreason.formats import (
     get_format,
     to_openai_messages,
 )
-from langchain_specreason.judges.scoring import average_score, digit_of, greedy_score
+from langchain_specreason.judges.score import average_score, digit_of, greedy_score
 
 
 def test_public_api_is_pinned():
+    # what an application imports; errors live in langchain_specreason.errors
     assert langchain_specreason.__all__ == [
-        "FORMATS", "BaseModelJudge", "ChatRequest", "ChatSpecReason", "Completion", "ConfigError",
-        "ContextLengthError", "DeadlineError", "Endpoint", "EndpointError", "HashMismatchError",
-        "InputError",
-        "Judge", "ModelFetchError", "OpenAIEndpoint", "PlainFormat", "PortInUseError",
-        "PromptFormat", "ServeError", "ServerDiedError", "SingleModelRun", "SpecReasonConfig",
-        "SpecReasonError", "SpecReasonState", "SpecReasonStats", "StepRecord", "TagFormat",
-        "Verdict", "create_specreason_graph", "single_model",
+        "ChatSpecReason", "Judge", "OpenAIEndpoint", "SpecReasonConfig", "__version__",
+        "create_specreason_graph", "make_judge",
     ]
     for name in langchain_specreason.__all__:
         assert hasattr(langchain_specreason, name)
+    assert langchain_specreason.__version__ == "0.1.0"
+    from langchain_specreason import errors
+
+    assert {"ConfigError", "EndpointError", "MissingExtraError"} <= set(errors.__all__)
 
 
 @pytest.mark.parametrize(("token", "digit"), [("7", 7), (" 7", 7), ("7\n", 7), ("77", None),

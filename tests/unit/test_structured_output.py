@@ -151,7 +151,7 @@ def test_bad_structured_output_arguments_are_config_errors():
 
 
 def test_response_format_built_as_chatopenai_builds_it():
-    from langchain_specreason.structured import to_response_format as _response_format
+    from langchain_specreason.chat_model.structured import to_response_format as _response_format
 
     assert _response_format({"type": "json_object"}) == {"type": "json_object"}
     named = {"name": "Joke", "schema": Joke.model_json_schema()}

@@ -11,7 +11,7 @@ from langchain_core.tools import tool
 
 from langchain_specreason import ChatRequest, ChatSpecReason, OpenAIEndpoint
 from langchain_specreason.endpoint import Completion
-from langchain_specreason.toolcalls import may_be_a_call, recover_tool_calls
+from langchain_specreason.graph.toolcalls import may_be_a_call, recover_tool_calls
 
 from .fakes import ScriptedEndpoint, step
 from .test_chat_model import fake_model
@@ -239,7 +239,7 @@ async def test_with_output_version_v1_streamed_calls_are_tool_call_blocks():
 
 
 def test_call_prefix_is_the_whole_call_a_text_begins_with():
-    from langchain_specreason.toolcalls import call_prefix
+    from langchain_specreason.graph.toolcalls import call_prefix
 
     assert call_prefix(CALL + "\n" + CALL) == CALL
     assert call_prefix("  " + CALL[:-1]) is None  # not closed yet

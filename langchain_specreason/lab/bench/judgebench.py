@@ -37,7 +37,7 @@ from ...errors import ConfigError
 from ...formats import PromptFormat, continue_messages, get_format
 from ...judges import BaseModelScorer, LikelihoodScorer
 from ...judges.arithmetic import check_step
-from ...judges.scoring import average_score, greedy_score
+from ...judges.score import average_score, greedy_score
 from ...serving.profiles import load_profile
 from .datasets import Problem
 from .injection import injected

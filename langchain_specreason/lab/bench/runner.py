@@ -28,7 +28,7 @@ from ...errors import ConfigError, ContextLengthError, EndpointError
 from ...formats import get_format, to_openai_messages
 from ...graph import create_specreason_graph
 from ...judges import Judge
-from ...metrics import (
+from .metrics import (
     CACHE_HITS,
     CACHE_QUERIES,
     GENERATION_TOKENS,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from .endpoint import OpenAIEndpoint
+from ...endpoint import OpenAIEndpoint
 
 REQUESTS = "vllm:request_success"
 GENERATION_TOKENS = "vllm:generation_tokens"

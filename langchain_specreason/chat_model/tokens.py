@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .endpoint import OpenAIEndpoint
+from ..endpoint import OpenAIEndpoint
 
 
 async def count_text(base: OpenAIEndpoint, text: str) -> int:

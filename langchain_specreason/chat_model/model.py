@@ -50,27 +50,27 @@ from pydantic import (
     model_validator,
 )
 
-from .config import DEFAULT_JUDGE, SpecReasonConfig
-from .endpoint import (
+from ..config import DEFAULT_JUDGE, SpecReasonConfig
+from ..endpoint import (
     Endpoint,
     OpenAIEndpoint,
     WindowedEndpoint,
     endpoint_pair,
 )
-from .endpoint.extra_body import WithExtraBody
-from .endpoint.routing import routing_key
-from .endpoint.server import check_extra_body
-from .errors import ConfigError, DeadlineError, EndpointError
-from .events import Event
-from .formats import get_format, to_openai_messages
-from .graph import SpecReasonGraph, create_specreason_graph
-from .judges import Judge
+from ..endpoint.extra_body import WithExtraBody
+from ..endpoint.routing import routing_key
+from ..endpoint.server import check_extra_body
+from ..errors import ConfigError, DeadlineError, EndpointError
+from ..events import Event
+from ..formats import get_format, to_openai_messages
+from ..graph import SpecReasonGraph, create_specreason_graph
+from ..judges import Judge
 from .messages import plain_reply, step_chunk
 from .resume import same_turns, thread_id
-from .state import AnswerOptions, SpecReasonInput
-from .stats import SpecReasonStats
+from ..state import AnswerOptions, SpecReasonInput
+from ..stats import SpecReasonStats
 from .structured import closed_if_no_parameters, to_response_format
-from .sync_bridge import iter_sync, run_sync
+from ..sync_bridge import iter_sync, run_sync
 from .tokens import count_text, tiktoken_estimate
 
 T = TypeVar("T")
