@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv models demo test unit lint serve bench clean
+.PHONY: venv models demo test unit lint lowest serve bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,9 +29,13 @@ test: venv                      ## the whole suite: unit tests, then integration
 unit: venv                      ## unit tests only (no network, seconds)
 	$(BIN)/python -m pytest tests/unit
 
-lint: venv
+lint: venv                      ## ruff (lint and format) and mypy, as CI runs them
 	$(BIN)/ruff check langchain_specreason tests examples
+	$(BIN)/ruff format --check langchain_specreason tests examples
 	$(BIN)/mypy
+
+lowest:                         ## unit tests with the library's dependencies at their floors
+	bash .ci/lowest
 
 serve: venv                     ## start the cpu-test pair in the foreground (Ctrl-C stops it)
 	$(BIN)/specreason serve --profile cpu-test

@@ -41,7 +41,11 @@ def servers(profile: str = "cpu") -> Iterator[Servers]:
     from langchain_specreason.serving.profiles import load_profile
 
     spec = load_profile(profile)
-    print(f"starting the {spec.name} servers ({spec.description}); the first start fetches "
-          "the models and compiles, a few minutes...", file=sys.stderr, flush=True)
+    print(
+        f"starting the {spec.name} servers ({spec.description}); the first start fetches "
+        "the models and compiles, a few minutes...",
+        file=sys.stderr,
+        flush=True,
+    )
     with Launcher(spec) as launcher:
         yield Servers(launcher.urls["draft"], launcher.urls["base"], spec.family)

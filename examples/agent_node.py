@@ -32,8 +32,12 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 
 from langchain_specreason import ChatSpecReason
 
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: operator.truediv}
+_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+}
 
 
 @tool
@@ -60,10 +64,15 @@ async def tool_first(request, handler):
 
 
 async def agent_part(llm: ChatSpecReason) -> bool:
-    agent = create_agent(llm, tools=[calculator], middleware=[tool_first],
-                         system_prompt="Use the calculator for arithmetic. Be brief.")
-    out = await agent.ainvoke({"messages": [("user", "What is 123 * 456?")]},
-                              {"recursion_limit": 8})
+    agent = create_agent(
+        llm,
+        tools=[calculator],
+        middleware=[tool_first],
+        system_prompt="Use the calculator for arithmetic. Be brief.",
+    )
+    out = await agent.ainvoke(
+        {"messages": [("user", "What is 123 * 456?")]}, {"recursion_limit": 8}
+    )
     calls = [tc for m in out["messages"] if isinstance(m, AIMessage) for tc in m.tool_calls]
     results = [m.content for m in out["messages"] if isinstance(m, ToolMessage)]
     print("agent")
@@ -81,21 +90,28 @@ async def subgraph_part(llm: ChatSpecReason) -> bool:
     def report(state: MessagesState) -> dict:
         return {"messages": [AIMessage(f"[report] {state['messages'][-1].content.strip()}")]}
 
-    parent = (StateGraph(MessagesState)
-              .add_node("retrieve", retrieve)
-              .add_node("specreason", llm.graph)  # the compiled SpecReason graph as a node
-              .add_node("report", report)
-              .add_edge(START, "retrieve").add_edge("retrieve", "specreason")
-              .add_edge("specreason", "report").add_edge("report", END)
-              .compile())
+    parent = (
+        StateGraph(MessagesState)
+        .add_node("retrieve", retrieve)
+        .add_node("specreason", llm.graph)  # the compiled SpecReason graph as a node
+        .add_node("report", report)
+        .add_edge(START, "retrieve")
+        .add_edge("retrieve", "specreason")
+        .add_edge("specreason", "report")
+        .add_edge("report", END)
+        .compile()
+    )
     print("parent graph with the SpecReason subgraph (stream_mode='custom', subgraphs=True)")
     steps = 0
     async for namespace, event in parent.astream(
-            {"messages": []}, stream_mode="custom", subgraphs=True):
+        {"messages": []}, stream_mode="custom", subgraphs=True
+    ):
         if event.get("type") == "step":
             steps += 1
-            print(f"  {namespace[0].split(':')[0]} step {event['step']} {event['decision']}: "
-                  f"{' '.join(event['text'].split())[:80]}")
+            print(
+                f"  {namespace[0].split(':')[0]} step {event['step']} {event['decision']}: "
+                f"{' '.join(event['text'].split())[:80]}"
+            )
     final = await parent.ainvoke({"messages": []})
     print(f"  parent's last message: {' '.join(final['messages'][-1].content.split())[:160]}")
     return steps > 0 and final["messages"][-1].content.startswith("[report]")
@@ -103,8 +119,9 @@ async def subgraph_part(llm: ChatSpecReason) -> bool:
 
 async def amain() -> int:
     with servers() as srv:
-        llm = ChatSpecReason(draft_url=srv.draft_url, base_url=srv.base_url, family=srv.family,
-                             **SHORT)
+        llm = ChatSpecReason(
+            draft_url=srv.draft_url, base_url=srv.base_url, family=srv.family, **SHORT
+        )
         ok_agent = await agent_part(llm)
         ok_graph = await subgraph_part(llm)
     return 0 if ok_agent and ok_graph else 1

@@ -21,10 +21,12 @@ from langchain_core.prompts import ChatPromptTemplate
 
 from langchain_specreason import ChatSpecReason
 
-prompt = ChatPromptTemplate.from_messages([
-    ("system", "You are a careful tutor. Be brief: one or two short steps, then the result."),
-    ("user", "{question}"),
-])
+prompt = ChatPromptTemplate.from_messages(
+    [
+        ("system", "You are a careful tutor. Be brief: one or two short steps, then the result."),
+        ("user", "{question}"),
+    ]
+)
 
 QUESTION = "A train travels 60 km per hour for 2 hours. How far does it go?"
 BATCH = [
@@ -35,8 +37,9 @@ BATCH = [
 
 def main() -> int:
     with servers() as srv:
-        llm = ChatSpecReason(draft_url=srv.draft_url, base_url=srv.base_url, family=srv.family,
-                             **SHORT)
+        llm = ChatSpecReason(
+            draft_url=srv.draft_url, base_url=srv.base_url, family=srv.family, **SHORT
+        )
         chain = prompt | llm | StrOutputParser()
 
         answer = chain.invoke({"question": QUESTION})

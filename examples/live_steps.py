@@ -31,8 +31,13 @@ from langchain_specreason import ChatSpecReason, SpecReasonStats, single_model
 
 QUESTION = "Tom has 12 eggs and uses 5. How many are left?"
 BRIEF = "Be brief: two short steps, then the number."
-STYLE = {"drafted": "yellow", "accepted": "green", "rewritten": "red", "base": "blue",
-         "dropped": "dim"}
+STYLE = {
+    "drafted": "yellow",
+    "accepted": "green",
+    "rewritten": "red",
+    "base": "blue",
+    "dropped": "dim",
+}
 
 
 class StepView:
@@ -71,8 +76,13 @@ class StepView:
         table.add_column("text", ratio=1, no_wrap=True, overflow="ellipsis")
         for index, row in sorted(self.rows.items()):
             score = "" if row["score"] is None else f"{row['score']:g}"
-            table.add_row(str(index), Text(row["status"], style=STYLE[row["status"]]), score,
-                          str(row.get("tokens", "")), " ".join(row.get("text", "").split()))
+            table.add_row(
+                str(index),
+                Text(row["status"], style=STYLE[row["status"]]),
+                score,
+                str(row.get("tokens", "")),
+                " ".join(row.get("text", "").split()),
+            )
         parts: list[Any] = [table]
         if self.stop:
             parts.append(Text(f"reasoning stopped: {self.stop}", style="dim"))
@@ -84,8 +94,9 @@ class StepView:
 async def amain(question: str = QUESTION) -> int:
     console = Console()
     with servers() as srv:
-        llm = ChatSpecReason(draft_url=srv.draft_url, base_url=srv.base_url, family=srv.family,
-                             **SHORT)
+        llm = ChatSpecReason(
+            draft_url=srv.draft_url, base_url=srv.base_url, family=srv.family, **SHORT
+        )
         messages: list[Any] = [("system", BRIEF), ("user", question)]
         console.print(Text.assemble(("question: ", "bold"), question))
 
@@ -93,8 +104,9 @@ async def amain(question: str = QUESTION) -> int:
         state: dict[str, Any] = {}
         start = time.perf_counter()
         with Live(view, console=console, refresh_per_second=8):
-            async for mode, item in llm.graph.astream({"messages": messages},
-                                                      stream_mode=["custom", "values"]):
+            async for mode, item in llm.graph.astream(
+                {"messages": messages}, stream_mode=["custom", "values"]
+            ):
                 if mode == "custom":
                     view.update(item)
                 else:
@@ -109,11 +121,16 @@ async def amain(question: str = QUESTION) -> int:
             alone = await single_model(llm.endpoint("base"), messages, llm.spec_config())
     console.print(Panel(Text(alone.text.strip()), title="base model alone", title_align="left"))
 
-    console.print(f"steps: {stats.steps_accepted} kept, {stats.steps_rewritten} rewritten, "
-                  f"{stats.steps_base} by base; draft tokens {stats.draft_tokens}, "
-                  f"base tokens {stats.base_tokens}")
-    console.print(f"speed-up: {alone.seconds / wall:.2f}x (SpecReason {wall:.1f} s, "
-                  f"base model alone {alone.seconds:.1f} s)", highlight=False)
+    console.print(
+        f"steps: {stats.steps_accepted} kept, {stats.steps_rewritten} rewritten, "
+        f"{stats.steps_base} by base; draft tokens {stats.draft_tokens}, "
+        f"base tokens {stats.base_tokens}"
+    )
+    console.print(
+        f"speed-up: {alone.seconds / wall:.2f}x (SpecReason {wall:.1f} s, "
+        f"base model alone {alone.seconds:.1f} s)",
+        highlight=False,
+    )
     return 0 if str(state.get("answer", "")).strip() else 1
 
 

@@ -30,20 +30,25 @@ from langchain_specreason import ChatSpecReason
 PASSAGES = {
     "doc-1": "The town of Velmora holds its lantern festival on the first night of autumn.",
     "doc-2": "Quillmark is the capital of the island nation of Zorvia; its harbour freezes "
-             "every winter.",
+    "every winter.",
     "doc-3": "The glass beetle of the Brask river feeds only on blue moss that grows behind "
-             "waterfalls.",
+    "waterfalls.",
     "doc-4": "The Orrin Bridge, designed by engineer Talia Renwick, is 412 metres long.",
     "doc-5": "The Hollow Pines observatory tracks comets with a telescope named Kestrel-9.",
     "doc-6": "The hot springs of Mount Ashgard stay at 47 degrees Celsius all year round.",
 }
 QUESTION = "How long is the Orrin Bridge?"
 
-prompt = ChatPromptTemplate.from_messages([
-    ("system", "Answer the question using only the passage. Cite the passage id in square "
-               "brackets, like [doc-3]. Be brief."),
-    ("user", "Passage [{doc_id}]: {passage}\n\nQuestion: {question}"),
-])
+prompt = ChatPromptTemplate.from_messages(
+    [
+        (
+            "system",
+            "Answer the question using only the passage. Cite the passage id in square "
+            "brackets, like [doc-3]. Be brief.",
+        ),
+        ("user", "Passage [{doc_id}]: {passage}\n\nQuestion: {question}"),
+    ]
+)
 
 
 class MiniLMEmbeddings(Embeddings):
@@ -76,10 +81,12 @@ def main(question: str = QUESTION) -> int:
     print(f"retrieved: {doc.id} (similarity {score:.2f}): {doc.page_content}")
 
     with servers() as srv:
-        llm = ChatSpecReason(draft_url=srv.draft_url, base_url=srv.base_url, family=srv.family,
-                             **SHORT)
+        llm = ChatSpecReason(
+            draft_url=srv.draft_url, base_url=srv.base_url, family=srv.family, **SHORT
+        )
         answer = (prompt | llm).invoke(
-            {"doc_id": doc.id, "passage": doc.page_content, "question": question})
+            {"doc_id": doc.id, "passage": doc.page_content, "question": question}
+        )
     text = " ".join(str(answer.content).split())
     print(f"answer: {text}")
     return 0 if text else 1

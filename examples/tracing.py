@@ -85,17 +85,21 @@ def main() -> int:
         project = os.environ.get("LANGSMITH_PROJECT", "default")
         print(f"LangSmith tracing: on (project {project!r}, LANGSMITH_API_KEY {key})")
     else:
-        print("LangSmith tracing: off (set LANGSMITH_TRACING=true and LANGSMITH_API_KEY to "
-              "send these runs to LangSmith too); collecting them locally")
+        print(
+            "LangSmith tracing: off (set LANGSMITH_TRACING=true and LANGSMITH_API_KEY to "
+            "send these runs to LangSmith too); collecting them locally"
+        )
 
     with servers() as srv:
-        llm = ChatSpecReason(draft_url=srv.draft_url, base_url=srv.base_url, family=srv.family,
-                             **SHORT)
+        llm = ChatSpecReason(
+            draft_url=srv.draft_url, base_url=srv.base_url, family=srv.family, **SHORT
+        )
         with collect_runs() as collector:
             # Also passed as a callback: collect_runs() alone attaches its collector to the
             # top-level runs only, and LangGraph's node runs would go missing from the tree.
-            reply = llm.invoke([("system", BRIEF), ("user", QUESTION)],
-                               config={"callbacks": [collector]})
+            reply = llm.invoke(
+                [("system", BRIEF), ("user", QUESTION)], config={"callbacks": [collector]}
+            )
 
     roots = collector.traced_runs
     print(f"\nquestion: {QUESTION}\nanswer: {' '.join(str(reply.content).split())}\n")

@@ -30,9 +30,13 @@ async def single_model(
 ) -> SingleModelRun:
     """Let ``endpoint`` answer alone, with the sampling and the token budget of ``config``."""
     cfg = config or SpecReasonConfig()
-    done = await endpoint.complete(ChatRequest(
-        messages=to_openai_messages(messages),
-        max_tokens=cfg.budget + cfg.answer_max_tokens,
-        temperature=cfg.temperature, top_p=cfg.top_p, seed=cfg.seed,
-    ))
+    done = await endpoint.complete(
+        ChatRequest(
+            messages=to_openai_messages(messages),
+            max_tokens=cfg.budget + cfg.answer_max_tokens,
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            seed=cfg.seed,
+        )
+    )
     return SingleModelRun(done.text, done.completion_tokens, done.seconds, done.finish_reason)

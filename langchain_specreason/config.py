@@ -23,21 +23,24 @@ Aggregate = Literal["mean", "min", "math"]
 
 JUDGES: dict[str, str] = {
     "score": "the base model rates the step 0-9 in one token (SpecReason's judge); "
-             "threshold: `threshold` (0-10)",
+    "threshold: `threshold` (0-10)",
     "likelihood": "the base model's log-probability of the step's tokens (one forward pass); "
-                  "threshold: `likelihood_threshold` (a log-probability, <= 0)",
+    "threshold: `likelihood_threshold` (a log-probability, <= 0)",
     "confidence": "the draft model's own log-probability of the step's tokens (no call); "
-                  "threshold: `confidence_threshold` (<= 0)",
+    "threshold: `confidence_threshold` (<= 0)",
     "arithmetic": "recomputes each `expression = number` the step writes (no call); "
-                  "rejects a wrong result",
+    "rejects a wrong result",
 }
 """The judges known by name. ``a+b`` composes them: every part but the last is a cheap check
 whose rejection is final; the last decides the rest (``arithmetic+likelihood``)."""
 
-THRESHOLD_FIELDS: dict[str, str] = {"score": "threshold",
-                                     "likelihood": "likelihood_threshold",
-                                     "confidence": "confidence_threshold"}
+THRESHOLD_FIELDS: dict[str, str] = {
+    "score": "threshold",
+    "likelihood": "likelihood_threshold",
+    "confidence": "confidence_threshold",
+}
 """The setting that holds each judge's threshold (``arithmetic`` has none)."""
+
 
 def judge_settings(judge: str, threshold: float | None = None) -> dict[str, Any]:
     """Config fields selecting ``judge`` and, when given, its threshold on its own scale."""
@@ -58,8 +61,10 @@ def parse_judge(name: str) -> list[str]:
     parts = [part.strip() for part in str(name).split("+")]
     for part in parts:
         if part not in JUDGES:
-            raise ConfigError(f"unknown judge {part!r} in {name!r}; judges: "
-                              f"{', '.join(JUDGES)} (join with + to cascade)")
+            raise ConfigError(
+                f"unknown judge {part!r} in {name!r}; judges: "
+                f"{', '.join(JUDGES)} (join with + to cascade)"
+            )
     if len(set(parts)) != len(parts):
         raise ConfigError(f"judge {name!r} names a part twice")
     return parts
@@ -71,8 +76,9 @@ class SpecReasonConfig(BaseModel):
     Immutable; ``config.replace(threshold=5)`` returns a validated copy.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True,
-                              validate_default=True)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", use_attribute_docstrings=True, validate_default=True
+    )
 
     judge: str = DEFAULT_JUDGE
     """Which judge decides whether a draft step is accepted (see :data:`JUDGES`); ``a+b`` runs the
@@ -194,11 +200,17 @@ def add_config_flags(parser: Any, names: Iterable[str], **defaults: Any) -> None
         help_text = (field.description or "").split(". ")[0].rstrip(".").replace("``", "")
         help_text = help_text.replace("%", "%%")
         if field.annotation is bool:
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default,
-                                help=help_text)
+            parser.add_argument(
+                flag, action=argparse.BooleanOptionalAction, default=default, help=help_text
+            )
             continue
         choices = get_args(field.annotation) if get_origin(field.annotation) is Literal else None
         kinds: dict[Any, type] = {int: int, float: float, int | None: int}
         kind = kinds.get(field.annotation, str)
-        parser.add_argument(flag, type=kind, default=default, choices=choices,
-                            help=f"{help_text} (default: {default})")
+        parser.add_argument(
+            flag,
+            type=kind,
+            default=default,
+            choices=choices,
+            help=f"{help_text} (default: {default})",
+        )

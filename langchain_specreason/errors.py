@@ -46,8 +46,10 @@ class MissingExtraError(ConfigError, ImportError):
     def __init__(self, what: str, extra: str, module: str) -> None:
         self.extra = extra
         self.module = module
-        super().__init__(f"{what} needs the `{extra}` extra (missing module {module!r}): "
-                         f"pip install 'langchain-specreason[{extra}]'")
+        super().__init__(
+            f"{what} needs the `{extra}` extra (missing module {module!r}): "
+            f"pip install 'langchain-specreason[{extra}]'"
+        )
 
 
 class ModelFetchError(SpecReasonError):

@@ -94,9 +94,15 @@ def to_openai_messages(messages: Sequence[BaseMessage | dict[str, Any]]) -> list
     out: list[dict[str, Any]] = []
     for msg in converted:
         prev = out[-1] if out else None
-        if (prev is not None and prev["role"] == msg["role"] and msg["role"] != "tool"
-                and isinstance(prev.get("content"), str) and isinstance(msg.get("content"), str)
-                and not prev.get("tool_calls") and not msg.get("tool_calls")):
+        if (
+            prev is not None
+            and prev["role"] == msg["role"]
+            and msg["role"] != "tool"
+            and isinstance(prev.get("content"), str)
+            and isinstance(msg.get("content"), str)
+            and not prev.get("tool_calls")
+            and not msg.get("tool_calls")
+        ):
             prev["content"] = f"{prev['content']}\n\n{msg['content']}"
         else:
             out.append(dict(msg))

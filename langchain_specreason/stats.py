@@ -70,8 +70,12 @@ class SpecReasonStats:
     def as_dict(self) -> dict[str, Any]:
         """Plain dict, derived values included (for metadata and results files)."""
         out = asdict(self)
-        out.update(acceptance_rate=self.acceptance_rate, server_s=self.server_s,
-                   overhead_s=self.overhead_s, judge_prefill_tokens=self.judge_prefill_tokens)
+        out.update(
+            acceptance_rate=self.acceptance_rate,
+            server_s=self.server_s,
+            overhead_s=self.overhead_s,
+            judge_prefill_tokens=self.judge_prefill_tokens,
+        )
         return out
 
     @classmethod
@@ -99,7 +103,8 @@ class SpecReasonStats:
             rewrite_s=sum(s["rewrite_s"] for s in steps),
             answer_s=float(state.get("answer_s") or 0.0),
             wall_s=wall_s,
-            stop=state.get("stop"), draft_down=state.get("draft_down"),
+            stop=state.get("stop"),
+            draft_down=state.get("draft_down"),
             budget=state.get("budget"),
             draft_hidden_s=sum(s.get("draft_hidden_s", 0.0) for s in steps),
         )

@@ -30,13 +30,17 @@ def graph_from_env(env: dict[str, str] | None = None) -> Any:
     if missing:
         raise ConfigError(f"set {' and '.join(missing)} (e.g. from `specreason serve` output)")
     draft, base = endpoint_pair(
-        env["SPECREASON_DRAFT_URL"], env["SPECREASON_BASE_URL"],
+        env["SPECREASON_DRAFT_URL"],
+        env["SPECREASON_BASE_URL"],
         api_key=env.get("SPECREASON_BASE_API_KEY") or None,
         draft_api_key=env.get("SPECREASON_DRAFT_API_KEY") or None,
         draft_model=env.get("SPECREASON_DRAFT_MODEL") or None,
-        base_model=env.get("SPECREASON_BASE_MODEL") or None)
+        base_model=env.get("SPECREASON_BASE_MODEL") or None,
+    )
     return create_specreason_graph(
-        draft, base, config=SpecReasonConfig.from_env(env),
+        draft,
+        base,
+        config=SpecReasonConfig.from_env(env),
         family=env.get("SPECREASON_FAMILY", "instruct"),
     )
 

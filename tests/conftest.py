@@ -44,35 +44,55 @@ class ServeProcess:
         return self.proc.wait(timeout=timeout)
 
 
-def start_serve(profile: str = "cpu-test", *extra: str, log_dir: Path = LOG_DIR,
-                timeout: float = 1200.0, roles: tuple[str, ...] = ("draft", "base"),
-                name: str = "serve-cli") -> ServeProcess:
+def start_serve(
+    profile: str = "cpu-test",
+    *extra: str,
+    log_dir: Path = LOG_DIR,
+    timeout: float = 1200.0,
+    roles: tuple[str, ...] = ("draft", "base"),
+    name: str = "serve-cli",
+) -> ServeProcess:
     """Run `specreason serve --profile ...` and wait for a `<role>: <url>` line per role."""
     log_dir.mkdir(parents=True, exist_ok=True)
     stderr_path = log_dir / f"{name}.err"
-    cmd = [sys.executable, "-m", "langchain_specreason.cli", "serve", "--profile", profile,
-           "--log-dir", str(log_dir), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "langchain_specreason.cli",
+        "serve",
+        "--profile",
+        profile,
+        "--log-dir",
+        str(log_dir),
+        *extra,
+    ]
     with stderr_path.open("w") as err:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True,
-                                stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=err, text=True, stdin=subprocess.DEVNULL
+        )
     serve = ServeProcess(proc, stderr_path=stderr_path)
     deadline = time.monotonic() + timeout
     assert proc.stdout is not None
     lines: queue.Queue[str] = queue.Queue()  # read by a thread: no line waits in a buffer
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout or []]
-                     + [lines.put("")], daemon=True).start()
+    threading.Thread(
+        target=lambda: [lines.put(line) for line in proc.stdout or []] + [lines.put("")],
+        daemon=True,
+    ).start()
     while len(serve.urls) < len(roles):
         # wait for a line at most until the deadline: a server that hangs silently fails here
         try:
             line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
         except queue.Empty:
             serve.interrupt()
-            raise RuntimeError(f"servers not up after {timeout:.0f} s (nothing printed); "
-                               f"logs in {log_dir}") from None
+            raise RuntimeError(
+                f"servers not up after {timeout:.0f} s (nothing printed); logs in {log_dir}"
+            ) from None
         if not line:
             proc.wait(timeout=60)
-            raise RuntimeError(f"`specreason serve` exited with {proc.returncode}: "
-                               f"{stderr_path.read_text()[-2000:]}")
+            raise RuntimeError(
+                f"`specreason serve` exited with {proc.returncode}: "
+                f"{stderr_path.read_text()[-2000:]}"
+            )
         role, _, url = line.strip().partition(": ")
         if role in roles:
             serve.urls[role] = url
@@ -82,6 +102,7 @@ def start_serve(profile: str = "cpu-test", *extra: str, log_dir: Path = LOG_DIR,
 def left_running(pids: list[int], timeout: float = 30.0) -> list[int]:
     """The processes of ``pids`` still running (zombies count as gone) after up to ``timeout``
     seconds of waiting for them to end."""
+
     def running(pid: int) -> bool:
         return psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
 
@@ -118,12 +139,18 @@ def servers():
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "after_shutdown: needs the memory the session's servers hold, so it runs "
-                   "after the `shutdown` tests stopped them")
+        "markers",
+        "after_shutdown: needs the memory the session's servers hold, so it runs "
+        "after the `shutdown` tests stopped them",
+    )
 
 
 def pytest_collection_modifyitems(config, items):
     """Run tests marked `shutdown` last: they stop the session's servers; `after_shutdown`
     tests (more servers of their own) after them."""
-    items.sort(key=lambda item: (item.get_closest_marker("after_shutdown") is not None,
-                                 item.get_closest_marker("shutdown") is not None))
+    items.sort(
+        key=lambda item: (
+            item.get_closest_marker("after_shutdown") is not None,
+            item.get_closest_marker("shutdown") is not None,
+        )
+    )

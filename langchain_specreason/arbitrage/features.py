@@ -44,8 +44,9 @@ class LabelledStep(TypedDict):
     """Whether the oracle kept the base step (``advantage > tau``)."""
 
 
-def router_text(question: str, prefix: Sequence[PrefixStep], draft_step: str, *,
-                tag_authors: bool = True) -> str:
+def router_text(
+    question: str, prefix: Sequence[PrefixStep], draft_step: str, *, tag_authors: bool = True
+) -> str:
     """The router's input: question, the trace (steps tagged by author), then the draft step."""
     lines = [f"Question: {question.strip()}", "", "Reasoning so far:"]
     if not prefix:

@@ -41,7 +41,8 @@ class LocalClassifier:
         torch.set_num_threads(self.threads)
         self._tokenizer = AutoTokenizer.from_pretrained(self.folder, truncation_side="left")
         self._model = AutoModelForSequenceClassification.from_pretrained(
-            self.folder, dtype=torch.float32).eval()
+            self.folder, dtype=torch.float32
+        ).eval()
 
     def _probs(self, texts: list[str], truncate: int | None) -> tuple[list[list[float]], int]:
         import torch
@@ -51,8 +52,9 @@ class LocalClassifier:
         rows, tokens = [], 0
         with torch.no_grad():
             for text in texts:  # one at a time: no padding, exactly what the server computes
-                enc = self._tokenizer(text, return_tensors="pt", truncation=bool(truncate),
-                                      max_length=truncate)
+                enc = self._tokenizer(
+                    text, return_tensors="pt", truncation=bool(truncate), max_length=truncate
+                )
                 tokens += int(enc["input_ids"].shape[1])
                 logits = self._model(**enc).logits.float()
                 rows.append(torch.softmax(logits, -1)[0].tolist())

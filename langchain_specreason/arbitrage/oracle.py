@@ -33,11 +33,19 @@ class OracleJudge:
         self.tau = tau
 
     @classmethod
-    def scored_by_base(cls, base: Endpoint, fmt: PromptFormat, *, tau: float = 0.0,
-                       method: ScoreMethod = "average", top_logprobs: int = 10) -> OracleJudge:
+    def scored_by_base(
+        cls,
+        base: Endpoint,
+        fmt: PromptFormat,
+        *,
+        tau: float = 0.0,
+        method: ScoreMethod = "average",
+        top_logprobs: int = 10,
+    ) -> OracleJudge:
         """The oracle with the base model's own 0-9 score as the step scorer."""
-        return cls(base, BaseModelScorer(base, fmt, method=method, top_logprobs=top_logprobs),
-                   tau=tau)
+        return cls(
+            base, BaseModelScorer(base, fmt, method=method, top_logprobs=top_logprobs), tau=tau
+        )
 
     async def judge(self, ctx: StepContext) -> Verdict:
         """Write the base step, score both, keep the better one."""
@@ -51,13 +59,26 @@ class OracleJudge:
         advantage = base_score.value - draft_score.value
         accept = advantage <= self.tau
         return Verdict(
-            score=draft_score.value, accept=accept, seconds=time.perf_counter() - start,
+            score=draft_score.value,
+            accept=accept,
+            seconds=time.perf_counter() - start,
             prompt_tokens=draft_score.prompt_tokens + base_score.prompt_tokens,
             cached_tokens=(draft_score.cached_tokens or 0) + (base_score.cached_tokens or 0),
-            detail={"draft_score": draft_score.value, "base_score": base_score.value,
-                    "advantage": advantage, "base_step": base_text,
-                    "base_step_tokens": done.completion_tokens, "tau": self.tau},
-            rewrite=None if accept else Rewrite(
-                text=done.text, tokens=done.completion_tokens, seconds=done.seconds,
-                finish_reason=done.finish_reason, stop_reason=done.stop_reason),
+            detail={
+                "draft_score": draft_score.value,
+                "base_score": base_score.value,
+                "advantage": advantage,
+                "base_step": base_text,
+                "base_step_tokens": done.completion_tokens,
+                "tau": self.tau,
+            },
+            rewrite=None
+            if accept
+            else Rewrite(
+                text=done.text,
+                tokens=done.completion_tokens,
+                seconds=done.seconds,
+                finish_reason=done.finish_reason,
+                stop_reason=done.stop_reason,
+            ),
         )

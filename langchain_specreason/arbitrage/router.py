@@ -25,8 +25,14 @@ class RouterJudge:
         graph = create_specreason_graph(draft, base, judge=RouterJudge(router, tau=0.5))
     """
 
-    def __init__(self, router: Classifier, *, tau: float = 0.5,
-                 max_tokens: int = ROUTER_MAX_TOKENS, tag_authors: bool = True) -> None:
+    def __init__(
+        self,
+        router: Classifier,
+        *,
+        tau: float = 0.5,
+        max_tokens: int = ROUTER_MAX_TOKENS,
+        tag_authors: bool = True,
+    ) -> None:
         if not 0.0 <= tau <= 1.0:
             raise ConfigError(f"router tau must be a probability in [0, 1], got {tau}")
         self.router = router
@@ -35,26 +41,37 @@ class RouterJudge:
         self.tag_authors = tag_authors
 
     @classmethod
-    def from_folder(cls, router: Classifier, folder: str | Path, *, tau: float = 0.5
-                    ) -> RouterJudge:
+    def from_folder(
+        cls, router: Classifier, folder: str | Path, *, tau: float = 0.5
+    ) -> RouterJudge:
         """A judge reading the input settings the router was trained with (``router.json``)."""
         path = Path(folder) / ROUTER_CONFIG
         if not path.is_file():
-            raise ConfigError(f"{path} not found: not a router made by `specreason arbitrage "
-                              "train`")
+            raise ConfigError(
+                f"{path} not found: not a router made by `specreason arbitrage train`"
+            )
         meta = json.loads(path.read_text())
-        return cls(router, tau=tau, max_tokens=int(meta.get("max_tokens", ROUTER_MAX_TOKENS)),
-                   tag_authors=bool(meta.get("tag_authors", True)))
+        return cls(
+            router,
+            tau=tau,
+            max_tokens=int(meta.get("max_tokens", ROUTER_MAX_TOKENS)),
+            tag_authors=bool(meta.get("tag_authors", True)),
+        )
 
     async def judge(self, ctx: StepContext) -> Verdict:
         """Ask the router for ``p(escalate)`` of the draft step."""
         prefix: list[PrefixStep] = [
-            {"author": author, "text": text} for author, text in zip(ctx.authors, ctx.steps,
-                                                                    strict=False)]
+            {"author": author, "text": text}
+            for author, text in zip(ctx.authors, ctx.steps, strict=False)
+        ]
         text = router_text(ctx.question, prefix, ctx.step, tag_authors=self.tag_authors)
         out = await self.router.classify([text], truncate=self.max_tokens)
         probs = out.probs[0]
         p = probs[1] if len(probs) > 1 else probs[0]
-        return Verdict(score=1.0 - p, accept=p < self.tau, seconds=out.seconds,
-                       prompt_tokens=out.prompt_tokens,
-                       detail={"p_escalate": round(p, 5), "tau": self.tau})
+        return Verdict(
+            score=1.0 - p,
+            accept=p < self.tau,
+            seconds=out.seconds,
+            prompt_tokens=out.prompt_tokens,
+            detail={"p_escalate": round(p, 5), "tau": self.tau},
+        )

@@ -12,9 +12,14 @@ def plain_reply(message: BaseMessage) -> BaseMessage:
     ``reasoning``, ...) that are not OpenAI content parts; its text stands for them (its tool
     calls travel in ``tool_calls``, as ChatOpenAI sends them).
     """
-    if isinstance(message, AIMessage) and isinstance(message.content, list) and any(
+    if (
+        isinstance(message, AIMessage)
+        and isinstance(message.content, list)
+        and any(
             isinstance(b, dict) and b.get("type") not in ("text", "image_url")
-            for b in message.content):
+            for b in message.content
+        )
+    ):
         return message.model_copy(update={"content": message.text})
     return message
 

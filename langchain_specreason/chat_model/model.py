@@ -65,12 +65,12 @@ from ..events import Event
 from ..formats import get_format, to_openai_messages
 from ..graph import SpecReasonGraph, create_specreason_graph
 from ..judges import Judge
-from .messages import plain_reply, step_chunk
-from .resume import same_turns, thread_id
 from ..state import AnswerOptions, SpecReasonInput
 from ..stats import SpecReasonStats
-from .structured import closed_if_no_parameters, to_response_format
 from ..sync_bridge import iter_sync, run_sync
+from .messages import plain_reply, step_chunk
+from .resume import same_turns, thread_id
+from .structured import closed_if_no_parameters, to_response_format
 from .tokens import count_text, tiktoken_estimate
 
 T = TypeVar("T")
@@ -213,8 +213,13 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             msg.usage_metadata  # input / output / total, reasoning tokens in output details
     """
 
-    model_config = ConfigDict(populate_by_name=True, arbitrary_types_allowed=True, frozen=False,
-                              extra="ignore", use_attribute_docstrings=True)
+    model_config = ConfigDict(
+        populate_by_name=True,
+        arbitrary_types_allowed=True,
+        frozen=False,
+        extra="ignore",
+        use_attribute_docstrings=True,
+    )
 
     draft_url: str | None = Field(default_factory=from_env("SPECREASON_DRAFT_URL", default=None))
     """OpenAI-compatible base URL of the draft server (env ``SPECREASON_DRAFT_URL``)."""
@@ -225,10 +230,12 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     base_model: str | None = Field(default=None, alias="model")
     """Served name of the base model; default: the one model the base server lists."""
     api_key: SecretStr | None = Field(
-        default_factory=secret_from_env("SPECREASON_BASE_API_KEY", default=None))
+        default_factory=secret_from_env("SPECREASON_BASE_API_KEY", default=None)
+    )
     """Key of the base server (env ``SPECREASON_BASE_API_KEY``)."""
     draft_api_key: SecretStr | None = Field(
-        default_factory=secret_from_env("SPECREASON_DRAFT_API_KEY", default=None))
+        default_factory=secret_from_env("SPECREASON_DRAFT_API_KEY", default=None)
+    )
     """Key of the draft server (env ``SPECREASON_DRAFT_API_KEY``; default: ``api_key``)."""
     family: str = "instruct"
     """Prompt family: ``instruct`` (the reply is the reasoning) or ``think`` (``<think>``)."""
@@ -297,8 +304,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     ``config={"metadata": {"thread_id": "t1"}}``) checkpoints every step, and the same call
     repeated after a crash resumes where it stopped instead of starting over."""
 
-    _graphs: dict[tuple[SpecReasonConfig, str], SpecReasonGraph] = PrivateAttr(
-        default_factory=dict)
+    _graphs: dict[tuple[SpecReasonConfig, str], SpecReasonGraph] = PrivateAttr(default_factory=dict)
     _endpoints: dict[str, Endpoint] = PrivateAttr(default_factory=dict)
     _discovered: bool = PrivateAttr(default=False)
     _own_profile: bool = PrivateAttr(default=True)
@@ -340,20 +346,31 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         if not self._endpoints:
             for name in ("draft", "base"):
                 if getattr(self, f"{name}_endpoint") is None and not getattr(self, f"{name}_url"):
-                    raise ConfigError(f"no {name} server: pass {name}_url= (or set "
-                                      f"SPECREASON_{name.upper()}_URL) or {name}_endpoint=")
+                    raise ConfigError(
+                        f"no {name} server: pass {name}_url= (or set "
+                        f"SPECREASON_{name.upper()}_URL) or {name}_endpoint="
+                    )
             draft, base = endpoint_pair(
-                self.draft_url or "http://unused/v1", self.base_url or "http://unused/v1",
-                api_key=self.api_key, draft_api_key=self.draft_api_key,
-                draft_model=self.draft_model, base_model=self.base_model,
-                timeout=self.timeout or 600.0, judge_timeout=self.judge_timeout,
-                connect_timeout=self.connect_timeout, max_retries=self.max_retries,
+                self.draft_url or "http://unused/v1",
+                self.base_url or "http://unused/v1",
+                api_key=self.api_key,
+                draft_api_key=self.draft_api_key,
+                draft_model=self.draft_model,
+                base_model=self.base_model,
+                timeout=self.timeout or 600.0,
+                judge_timeout=self.judge_timeout,
+                connect_timeout=self.connect_timeout,
+                max_retries=self.max_retries,
                 max_concurrency=self.max_concurrency,
                 extra_body={**self.model_kwargs, **(self.extra_body or {})},
-                default_headers=self.default_headers, http_client=self.http_client,
-                http_async_client=self.http_async_client)
-            self._endpoints = {"draft": self.draft_endpoint or draft,
-                               "base": self.base_endpoint or base}
+                default_headers=self.default_headers,
+                http_client=self.http_client,
+                http_async_client=self.http_async_client,
+            )
+            self._endpoints = {
+                "draft": self.draft_endpoint or draft,
+                "base": self.base_endpoint or base,
+            }
         return self._endpoints[role]
 
     @property
@@ -361,8 +378,9 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         """The compiled SpecReason graph this model runs (with its own settings)."""
         return self._graph_for(self.spec_config())
 
-    def _graph_for(self, config: SpecReasonConfig,
-                   extra_body: dict[str, Any] | None = None) -> SpecReasonGraph:
+    def _graph_for(
+        self, config: SpecReasonConfig, extra_body: dict[str, Any] | None = None
+    ) -> SpecReasonGraph:
         """The graph of ``config`` and a call's ``extra_body``, built once per distinct pair.
 
         With an ``extra_body`` the graph's endpoints add it to each chat request.
@@ -374,8 +392,14 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             if extra:
                 draft, base = WithExtraBody(draft, extra), WithExtraBody(base, extra)
             self._graphs[key] = create_specreason_graph(
-                draft, base, config=config, judge=self.custom_judge, family=self.family,
-                checkpointer=self.checkpointer, name="specreason")
+                draft,
+                base,
+                config=config,
+                judge=self.custom_judge,
+                family=self.family,
+                checkpointer=self.checkpointer,
+                name="specreason",
+            )
         return self._graphs[key]
 
     @property
@@ -384,9 +408,14 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        return {"draft_url": self.draft_url, "base_url": self.base_url,
-                "draft_model": self.draft_model, "base_model": self.base_model,
-                "family": self.family, **self.spec_config().as_dict()}
+        return {
+            "draft_url": self.draft_url,
+            "base_url": self.base_url,
+            "draft_model": self.draft_model,
+            "base_model": self.base_model,
+            "family": self.family,
+            **self.spec_config().as_dict(),
+        }
 
     def _resolve_model_profile(self) -> ModelProfile | None:
         """What the model can do.
@@ -395,10 +424,19 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         after the first call).
         """
         return ModelProfile(
-            text_inputs=True, text_outputs=True, image_inputs=False, audio_inputs=False,
-            video_inputs=False, pdf_inputs=False, tool_calling=True, tool_choice=True,
-            tool_call_streaming=True, structured_output=True, temperature=True,
-            reasoning_output=get_format(self.family).thinking_end is not None)
+            text_inputs=True,
+            text_outputs=True,
+            image_inputs=False,
+            audio_inputs=False,
+            video_inputs=False,
+            pdf_inputs=False,
+            tool_calling=True,
+            tool_choice=True,
+            tool_call_streaming=True,
+            structured_output=True,
+            temperature=True,
+            reasoning_output=get_format(self.family).thinking_end is not None,
+        )
 
     def _discover(self) -> None:
         """Once, before the first call: ask the servers for their models and windows.
@@ -415,8 +453,13 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             endpoints = [self.endpoint("draft"), self.endpoint("base")]
         except ConfigError:
             return
-        servers = [e for e in endpoints if isinstance(e, OpenAIEndpoint)
-                   and e.http_client is None and e.http_async_client is None]
+        servers = [
+            e
+            for e in endpoints
+            if isinstance(e, OpenAIEndpoint)
+            and e.http_client is None
+            and e.http_async_client is None
+        ]
         if not servers or threading.current_thread().name == "specreason-sync":
             return  # scripted endpoints, or called on the sync API's own loop thread
 
@@ -437,8 +480,10 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             self._discover()  # the served name, not "base"
         params = LangSmithParams(
             ls_provider="specreason",
-            ls_model_name=kwargs.get("model") or self.base_model
-            or getattr(self._endpoints.get("base"), "model", None) or "base",
+            ls_model_name=kwargs.get("model")
+            or self.base_model
+            or getattr(self._endpoints.get("base"), "model", None)
+            or "base",
             ls_model_type="chat",
             ls_temperature=kwargs.get("temperature", self.temperature),
         )
@@ -463,8 +508,9 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         sent strict with ``additionalProperties: false`` (unless ``strict`` says otherwise), so
         its call's arguments are ``{}`` (small models otherwise fill them with the schema).
         """
-        formatted = [closed_if_no_parameters(convert_to_openai_tool(t, strict=strict))
-                     for t in tools]
+        formatted = [
+            closed_if_no_parameters(convert_to_openai_tool(t, strict=strict)) for t in tools
+        ]
         if tool_choice == "any":
             tool_choice = "required"
         elif isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "required"):
@@ -497,20 +543,29 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         if schema is None:
             raise ConfigError("with_structured_output needs a schema")
         if method == "json_mode" and strict is not None:
-            raise ConfigError("strict goes with method='json_schema' or 'function_calling', "
-                              "not 'json_mode'")
+            raise ConfigError(
+                "strict goes with method='json_schema' or 'function_calling', not 'json_mode'"
+            )
         pydantic = isinstance(schema, type) and is_basemodel_subclass(schema)
         parser: Runnable[Any, Any]
         if method == "function_calling":
             name = convert_to_openai_tool(schema)["function"]["name"]
             llm = self.bind_tools(
-                [schema], tool_choice=name, strict=strict, parallel_tool_calls=False,
+                [schema],
+                tool_choice=name,
+                strict=strict,
+                parallel_tool_calls=False,
                 ls_structured_output_format={
-                    "kwargs": {"method": method, "strict": strict}, "schema": schema},
-                **kwargs)
-            parser = (PydanticToolsParser(tools=[cast(type[BaseModel], schema)],
-                                          first_tool_only=True) if pydantic
-                      else JsonOutputKeyToolsParser(key_name=name, first_tool_only=True))
+                    "kwargs": {"method": method, "strict": strict},
+                    "schema": schema,
+                },
+                **kwargs,
+            )
+            parser = (
+                PydanticToolsParser(tools=[cast(type[BaseModel], schema)], first_tool_only=True)
+                if pydantic
+                else JsonOutputKeyToolsParser(key_name=name, first_tool_only=True)
+            )
         elif method in ("json_schema", "json_mode"):
             if method == "json_schema":
                 response_format = to_response_format(schema, strict=strict)
@@ -519,27 +574,39 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
                 response_format = {"type": "json_object"}
                 ls_format = {"kwargs": {"method": method}, "schema": schema}
             if kwargs.get("tools"):  # a call to a tool, or the JSON answer
-                llm = self.bind_tools(kwargs.pop("tools"), response_format=response_format,
-                                      ls_structured_output_format=ls_format, **kwargs)
+                llm = self.bind_tools(
+                    kwargs.pop("tools"),
+                    response_format=response_format,
+                    ls_structured_output_format=ls_format,
+                    **kwargs,
+                )
             else:
-                llm = self.bind(response_format=response_format,
-                                ls_structured_output_format=ls_format, **kwargs)
-            parser = (PydanticOutputParser(pydantic_object=cast(type[BaseModel], schema))
-                      if pydantic else JsonOutputParser())
+                llm = self.bind(
+                    response_format=response_format, ls_structured_output_format=ls_format, **kwargs
+                )
+            parser = (
+                PydanticOutputParser(pydantic_object=cast(type[BaseModel], schema))
+                if pydantic
+                else JsonOutputParser()
+            )
         else:
-            raise ConfigError(f"method must be 'json_schema', 'json_mode' or "
-                              f"'function_calling', got {method!r}")
+            raise ConfigError(
+                f"method must be 'json_schema', 'json_mode' or 'function_calling', got {method!r}"
+            )
         if not include_raw:
             return llm | parser
         parsed = RunnablePassthrough.assign(
-            parsed=itemgetter("raw") | parser, parsing_error=lambda _: None)
+            parsed=itemgetter("raw") | parser, parsing_error=lambda _: None
+        )
         fallback = RunnablePassthrough.assign(parsed=lambda _: None)
         return RunnableMap(raw=llm) | parsed.with_fallbacks(
-            [fallback], exception_key="parsing_error")
+            [fallback], exception_key="parsing_error"
+        )
 
     # -- token counting -------------------------------------------------------------------
-    def _server_count(self, count: Callable[[OpenAIEndpoint], Coroutine[Any, Any, int]]
-                      ) -> int | None:
+    def _server_count(
+        self, count: Callable[[OpenAIEndpoint], Coroutine[Any, Any, int]]
+    ) -> int | None:
         """A count by the base server (``/tokenize``); ``None`` when it cannot answer."""
         try:
             base = self.endpoint("base")
@@ -613,8 +680,9 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         usage follows ``stream_usage``.
         """
         # the trace is reasoning for a think model, and for any model asked for JSON
-        think = (get_format(self.family).thinking_end is not None
-                 or bool(kwargs.get("response_format")))
+        think = get_format(self.family).thinking_end is not None or bool(
+            kwargs.get("response_format")
+        )
         messages = [plain_reply(m) for m in messages]
         if stop:
             kwargs = {**kwargs, "stop": stop}
@@ -634,23 +702,28 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             # unfinished: a node to run, or one whose writes were saved but whose checkpoint
             # was not (the process died between them; LangGraph applies them on resume)
             resume = bool(saved.next or saved.tasks) and same_turns(
-                saved.values.get("messages") or [], messages)
+                saved.values.get("messages") or [], messages
+            )
             if resume:  # the same call, interrupted: go on from its last step
                 for record in saved.values.get("steps") or []:  # what it had already
                     runs, kind = (runs + 1, step_kind) if kind != step_kind else (runs, kind)
                     yield ChatGenerationChunk(message=step_chunk(record["text"], think))
             else:  # this call's conversation replaces the thread's
                 turns = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages]
-        inputs = None if resume else {"messages": turns,
-                                      "answer_options": self._answer_options(kwargs)}
+        inputs = (
+            None if resume else {"messages": turns, "answer_options": self._answer_options(kwargs)}
+        )
         deadline = kwargs.get("deadline", self.deadline)
         # one routing key per run: behind vllm-router (consistent_hash) every call of the run
         # lands on one replica, whose prefix cache then serves the next judge call
         key = (config.get("configurable") or {}).get("thread_id") or uuid.uuid4().hex
         with routing_key(key):
-            async for mode, item in _until(deadline, graph.astream(
-                cast(SpecReasonInput | None, inputs), config, stream_mode=["custom", "values"]
-            )):
+            async for mode, item in _until(
+                deadline,
+                graph.astream(
+                    cast(SpecReasonInput | None, inputs), config, stream_mode=["custom", "values"]
+                ),
+            ):
                 if mode == "values":
                     state = cast(dict[str, Any], item)
                     continue
@@ -662,17 +735,32 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
                 elif event["type"] == "answer_tool_call":  # as the base server streams it
                     if first_call is None:
                         first_call = runs if self.output_version == "v1" else 0
-                    chunk, this = AIMessageChunk(content="", tool_call_chunks=[tool_call_chunk(
-                        name=event["name"], args=event["args"], id=event["id"],
-                        index=first_call + event["index"])]), "tool_call_chunk"
+                    chunk, this = (
+                        AIMessageChunk(
+                            content="",
+                            tool_call_chunks=[
+                                tool_call_chunk(
+                                    name=event["name"],
+                                    args=event["args"],
+                                    id=event["id"],
+                                    index=first_call + event["index"],
+                                )
+                            ],
+                        ),
+                        "tool_call_chunk",
+                    )
                 else:
                     continue
                 runs, kind = (runs + 1, this) if kind != this else (runs, kind)
                 yield ChatGenerationChunk(message=chunk)
         wall = time.perf_counter() - start
-        self._learn_window([await e.max_model_len()  # asked by the run already: cached
-                            for e in (self.endpoint("draft"), self.endpoint("base"))
-                            if isinstance(e, WindowedEndpoint)])
+        self._learn_window(
+            [
+                await e.max_model_len()  # asked by the run already: cached
+                for e in (self.endpoint("draft"), self.endpoint("base"))
+                if isinstance(e, WindowedEndpoint)
+            ]
+        )
         final = state["messages"][-1]
         if answer is not None:
             answer.append(final)
@@ -680,20 +768,28 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         # LangChain parses them back, and unparsable arguments become invalid_tool_calls, as
         # with ChatOpenAI
         calls = final.tool_calls + final.invalid_tool_calls
-        yield ChatGenerationChunk(message=AIMessageChunk(
-            content="",
-            usage_metadata=(self._usage(state, think) if answer is not None
-                            or kwargs.get("stream_usage", self.stream_usage) else None),
-            response_metadata=self._metadata(state, wall, bool(calls)),
-            chunk_position="last",
-        ))
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(
+                content="",
+                usage_metadata=(
+                    self._usage(state, think)
+                    if answer is not None or kwargs.get("stream_usage", self.stream_usage)
+                    else None
+                ),
+                response_metadata=self._metadata(state, wall, bool(calls)),
+                chunk_position="last",
+            )
+        )
 
     def _usage(self, state: dict[str, Any], think: bool) -> UsageMetadata:
         trace = int(state.get("tokens_used") or 0)
         answer = int(state.get("answer_tokens") or 0)
         input_tokens = int(state.get("input_tokens") or 0)
-        usage = UsageMetadata(input_tokens=input_tokens, output_tokens=trace + answer,
-                              total_tokens=input_tokens + trace + answer)
+        usage = UsageMetadata(
+            input_tokens=input_tokens,
+            output_tokens=trace + answer,
+            total_tokens=input_tokens + trace + answer,
+        )
         if think:
             usage["output_token_details"] = {"reasoning": trace}
         return usage
@@ -702,10 +798,10 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         stats = SpecReasonStats.from_state(state, wall_s=wall)
         finish = "tool_calls" if tool_calls else state.get("answer_finish") or "stop"
         return {
-            "model_name": getattr(self.endpoint("base"), "model", None) or self.base_model
+            "model_name": getattr(self.endpoint("base"), "model", None)
+            or self.base_model
             or "base",
-            "draft_model_name": getattr(self.endpoint("draft"), "model", None)
-            or self.draft_model,
+            "draft_model_name": getattr(self.endpoint("draft"), "model", None) or self.draft_model,
             "finish_reason": finish,
             "specreason": stats.as_dict(),
             "tokens_by_model": {"draft": stats.draft_tokens, "base": stats.base_tokens},
@@ -723,7 +819,10 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             yield chunk
 
     async def _collect(
-        self, messages: list[BaseMessage], stop: list[str] | None, parent: _Parent | None,
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None,
+        parent: _Parent | None,
         kwargs: dict[str, Any],
     ) -> ChatResult:
         total: ChatGenerationChunk | None = None
@@ -732,14 +831,21 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             total = chunk if total is None else total + chunk
         assert total is not None
         message = total.message
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(
-            content=message.content, additional_kwargs=message.additional_kwargs,
-            tool_calls=answer[-1].tool_calls,  # parsed whole: a broken call is invalid
-            invalid_tool_calls=answer[-1].invalid_tool_calls,
-            usage_metadata=getattr(message, "usage_metadata", None),
-            response_metadata=message.response_metadata,
-            id=message.id,
-        ))])
+        return ChatResult(
+            generations=[
+                ChatGeneration(
+                    message=AIMessage(
+                        content=message.content,
+                        additional_kwargs=message.additional_kwargs,
+                        tool_calls=answer[-1].tool_calls,  # parsed whole: a broken call is invalid
+                        invalid_tool_calls=answer[-1].invalid_tool_calls,
+                        usage_metadata=getattr(message, "usage_metadata", None),
+                        response_metadata=message.response_metadata,
+                        id=message.id,
+                    )
+                )
+            ]
+        )
 
     async def _agenerate(
         self,
@@ -794,10 +900,10 @@ async def _until(deadline: float | None, stream: AsyncIterator[T]) -> AsyncItera
                 raise DeadlineError(
                     f"the run took longer than its deadline of {deadline:g} s and was "
                     "cancelled; with a checkpointer, repeat the call on the same thread_id to "
-                    "resume it") from None
+                    "resume it"
+                ) from None
             yield item
     finally:  # the caller stopped early, or the deadline passed: end the graph's run now
         close = getattr(items, "aclose", None)
         if close is not None:
             await close()
-

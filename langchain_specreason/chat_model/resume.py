@@ -15,8 +15,10 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import ensure_config
 
 
-def thread_id(run_manager: AsyncCallbackManagerForLLMRun | CallbackManagerForLLMRun | None,
-              kwargs: dict[str, Any]) -> str:
+def thread_id(
+    run_manager: AsyncCallbackManagerForLLMRun | CallbackManagerForLLMRun | None,
+    kwargs: dict[str, Any],
+) -> str:
     """The call's thread.
 
     The first of: a ``thread_id`` call argument; the run's metadata

@@ -20,23 +20,31 @@ def closed_if_no_parameters(tool: dict[str, Any]) -> dict[str, Any]:
     """
     function = tool.get("function", {})
     parameters = function.get("parameters")
-    if (isinstance(parameters, dict) and parameters.get("type", "object") == "object"
-            and not parameters.get("properties") and "additionalProperties" not in parameters
-            and function.get("strict") is None):
+    if (
+        isinstance(parameters, dict)
+        and parameters.get("type", "object") == "object"
+        and not parameters.get("properties")
+        and "additionalProperties" not in parameters
+        and function.get("strict") is None
+    ):
         closed = {**parameters, "additionalProperties": False}
         return {**tool, "function": {**function, "parameters": closed, "strict": True}}
     return tool
 
 
-def to_response_format(schema: dict[str, Any] | type, *, strict: bool | None = None
-                       ) -> dict[str, Any]:
+def to_response_format(
+    schema: dict[str, Any] | type, *, strict: bool | None = None
+) -> dict[str, Any]:
     """An OpenAI ``response_format`` from a schema, as ``ChatOpenAI`` builds it.
 
     A ready ``{"type": "json_schema" | "json_object", ...}`` is kept; ``{"name", "schema"}``
     is wrapped; a Pydantic class, TypedDict or JSON schema becomes a named JSON schema.
     """
-    if isinstance(schema, dict) and schema.get("type") in ("json_schema", "json_object") and (
-            schema["type"] == "json_object" or "json_schema" in schema):
+    if (
+        isinstance(schema, dict)
+        and schema.get("type") in ("json_schema", "json_object")
+        and (schema["type"] == "json_object" or "json_schema" in schema)
+    ):
         response_format = dict(schema)
     elif isinstance(schema, dict) and "name" in schema and "schema" in schema:
         response_format = {"type": "json_schema", "json_schema": schema}

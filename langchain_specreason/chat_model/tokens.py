@@ -14,8 +14,10 @@ async def count_text(base: OpenAIEndpoint, text: str) -> int:
 
 def tiktoken_estimate(messages: list[dict[str, Any]]) -> int:
     """Offline estimate: tiktoken's cl100k_base when its file is cached, else ~4 chars a token."""
-    texts = [m["content"] if isinstance(m.get("content"), str) else str(m.get("content") or "")
-             for m in messages]
+    texts = [
+        m["content"] if isinstance(m.get("content"), str) else str(m.get("content") or "")
+        for m in messages
+    ]
     try:
         import tiktoken
 

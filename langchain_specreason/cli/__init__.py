@@ -39,40 +39,79 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="start a profile's draft and base vLLM servers")
     serve.add_argument("--profile", help="profile name or TOML path (required unless --list)")
     serve.add_argument("--variant", help="profile variant (e.g. sd, ngram, eagle3)")
-    serve.add_argument("--only", choices=["draft", "base", "router"],
-                       help="start one server only")
-    serve.add_argument("--with-router", action="store_true",
-                       help="also start the profile's Arbitrage router server")
+    serve.add_argument("--only", choices=["draft", "base", "router"], help="start one server only")
+    serve.add_argument(
+        "--with-router",
+        action="store_true",
+        help="also start the profile's Arbitrage router server",
+    )
     serve.add_argument("--router-model", help="router folder (default: the profile's)")
     serve.add_argument("--router-port", type=int)
     serve.add_argument("--draft-model", help="override the draft model (catalog name, folder, id)")
     serve.add_argument("--base-model", help="override the base model")
     serve.add_argument("--draft-port", type=int)
     serve.add_argument("--base-port", type=int)
-    serve.add_argument("--host", help="listen address (0.0.0.0 for multi-node; with the CPU "
-                                      "profiles' dev mode, only with an API key)")
-    serve.add_argument("--api-key", metavar="KEY",
-                       help="require this key on every server's /v1 routes (default: "
-                            "$VLLM_API_KEY; prefer the variable: a flag shows in `ps`)")
-    serve.add_argument("--draft-arg", action="append", default=[],
-                       help="extra vLLM flag for the draft server (repeatable)")
-    serve.add_argument("--base-arg", action="append", default=[],
-                       help="extra vLLM flag for the base server (repeatable)")
-    serve.add_argument("--draft-env", action="append", default=[], metavar="KEY=VALUE",
-                       help="environment variable for the draft server(s), over the "
-                            "profile's (repeatable; KEY= unsets KEY)")
-    serve.add_argument("--base-env", action="append", default=[], metavar="KEY=VALUE",
-                       help="environment variable for the base server(s) (repeatable)")
-    serve.add_argument("--replicas", type=int, default=1, metavar="N",
-                       help="N servers per role behind one vllm-router per role (default 1: "
-                            "no router); needs the `scale` extra")
-    serve.add_argument("--router-policy", default=None, metavar="POLICY",
-                       help="vllm-router policy with --replicas: consistent_hash (default: "
-                            "a run's calls, one X-Session-ID, on one replica), cache_aware, "
-                            "power_of_two, round_robin, random")
-    serve.add_argument("--replica-port", type=int, metavar="PORT",
-                       help="first port of the replicas (default: draft port + 100; see "
-                            "serve/README.md for the layout)")
+    serve.add_argument(
+        "--host",
+        help="listen address (0.0.0.0 for multi-node; with the CPU "
+        "profiles' dev mode, only with an API key)",
+    )
+    serve.add_argument(
+        "--api-key",
+        metavar="KEY",
+        help="require this key on every server's /v1 routes (default: "
+        "$VLLM_API_KEY; prefer the variable: a flag shows in `ps`)",
+    )
+    serve.add_argument(
+        "--draft-arg",
+        action="append",
+        default=[],
+        help="extra vLLM flag for the draft server (repeatable)",
+    )
+    serve.add_argument(
+        "--base-arg",
+        action="append",
+        default=[],
+        help="extra vLLM flag for the base server (repeatable)",
+    )
+    serve.add_argument(
+        "--draft-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="environment variable for the draft server(s), over the "
+        "profile's (repeatable; KEY= unsets KEY)",
+    )
+    serve.add_argument(
+        "--base-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="environment variable for the base server(s) (repeatable)",
+    )
+    serve.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        metavar="N",
+        help="N servers per role behind one vllm-router per role (default 1: "
+        "no router); needs the `scale` extra",
+    )
+    serve.add_argument(
+        "--router-policy",
+        default=None,
+        metavar="POLICY",
+        help="vllm-router policy with --replicas: consistent_hash (default: "
+        "a run's calls, one X-Session-ID, on one replica), cache_aware, "
+        "power_of_two, round_robin, random",
+    )
+    serve.add_argument(
+        "--replica-port",
+        type=int,
+        metavar="PORT",
+        help="first port of the replicas (default: draft port + 100; see "
+        "serve/README.md for the layout)",
+    )
     serve.add_argument("--log-dir", help="where server logs go")
     serve.add_argument("--list", action="store_true", help="list profiles and exit")
 
@@ -100,8 +139,9 @@ def _add_tool(sub: Any, name: str, module: str, what: str) -> None:
         error = missing_extra(f"`specreason {name}`", exc)
         if error is None:
             raise
-        stand_in = sub.add_parser(name, help=f"{what} (needs the [{error.extra}] extra)",
-                                  add_help=False)
+        stand_in = sub.add_parser(
+            name, help=f"{what} (needs the [{error.extra}] extra)", add_help=False
+        )
         stand_in.add_argument("rest", nargs=argparse.REMAINDER)
         stand_in.set_defaults(missing_extra=error)
 
@@ -195,9 +235,12 @@ def _serve(args: argparse.Namespace) -> int:
     print(starting_line(args, launcher), file=sys.stderr, flush=True)
     if launcher.plan is not None:
         replicas = len(next(iter(launcher.plan.replicas.values())))
-        print(f"{replicas} replicas per role behind vllm-router "
-              f"(policy {next(iter(launcher.plan.routers.values())).policy})",
-              file=sys.stderr, flush=True)
+        print(
+            f"{replicas} replicas per role behind vllm-router "
+            f"(policy {next(iter(launcher.plan.routers.values())).policy})",
+            file=sys.stderr,
+            flush=True,
+        )
     with launcher:
         print("servers ready; Ctrl-C stops them", file=sys.stderr, flush=True)
         while True:
@@ -208,11 +251,16 @@ def _serve(args: argparse.Namespace) -> int:
 def starting_line(args: argparse.Namespace, launcher: Launcher) -> str:
     """What ``specreason serve`` prints first: the profile, any model the flags replaced, logs."""
     profile = launcher.profile
-    replaced = [f"{role} {getattr(profile, role).served_name}" for role in ("draft", "base")
-                if getattr(args, f"{role}_model", None)]
+    replaced = [
+        f"{role} {getattr(profile, role).served_name}"
+        for role in ("draft", "base")
+        if getattr(args, f"{role}_model", None)
+    ]
     instead = f" (instead: {', '.join(replaced)})" if replaced else ""
-    return (f"starting {profile.name}{'/' + profile.variant if profile.variant else ''}: "
-            f"{profile.description}{instead} (logs: {launcher.log_dir})")
+    return (
+        f"starting {profile.name}{'/' + profile.variant if profile.variant else ''}: "
+        f"{profile.description}{instead} (logs: {launcher.log_dir})"
+    )
 
 
 def serve_launcher(args: argparse.Namespace) -> Launcher:
@@ -233,23 +281,38 @@ def serve_launcher(args: argparse.Namespace) -> Launcher:
     if args.replicas == 1 and (args.router_policy or args.replica_port):
         raise ConfigError("--router-policy and --replica-port need --replicas N with N > 1")
     profile = load_profile(
-        args.profile, variant=args.variant, draft_model=args.draft_model,
-        base_model=args.base_model, draft_port=args.draft_port, base_port=args.base_port,
-        host=args.host, extra_args={"draft": args.draft_arg, "base": args.base_arg},
-        router_model=args.router_model, router_port=args.router_port,
-        extra_env={"draft": _env_pairs(args.draft_env, "--draft-env"),
-                   "base": _env_pairs(args.base_env, "--base-env")},
+        args.profile,
+        variant=args.variant,
+        draft_model=args.draft_model,
+        base_model=args.base_model,
+        draft_port=args.draft_port,
+        base_port=args.base_port,
+        host=args.host,
+        extra_args={"draft": args.draft_arg, "base": args.base_arg},
+        router_model=args.router_model,
+        router_port=args.router_port,
+        extra_env={
+            "draft": _env_pairs(args.draft_env, "--draft-env"),
+            "base": _env_pairs(args.base_env, "--base-env"),
+        },
     )
-    roles: tuple[Role, ...] = (args.only,) if args.only else (
-        ("draft", "base", "router") if args.with_router else ("draft", "base"))
+    roles: tuple[Role, ...] = (
+        (args.only,)
+        if args.only
+        else (("draft", "base", "router") if args.with_router else ("draft", "base"))
+    )
     if "router" in roles and profile.router is None:
         raise ConfigError(f"profile {profile.name!r} has no [router] server")
-    launcher = Launcher(profile, roles=roles, echo=True,
-                        log_dir=Path(args.log_dir) if args.log_dir else None,
-                        api_key=args.api_key or os.environ.get(SERVER_KEY_ENV) or None,
-                        replicas=args.replicas,
-                        router_policy=args.router_policy or DEFAULT_POLICY,
-                        replica_port=args.replica_port)
+    launcher = Launcher(
+        profile,
+        roles=roles,
+        echo=True,
+        log_dir=Path(args.log_dir) if args.log_dir else None,
+        api_key=args.api_key or os.environ.get(SERVER_KEY_ENV) or None,
+        replicas=args.replicas,
+        router_policy=args.router_policy or DEFAULT_POLICY,
+        replica_port=args.replica_port,
+    )
     launcher.check_exposure()
     return launcher
 

@@ -16,20 +16,25 @@ def _one_line(text: str, width: int = 110) -> str:
 def format_event(event: Event) -> str | None:
     """One line for a step event; ``None`` for events shown elsewhere (answer deltas)."""
     if event["type"] == "drafted":
-        return (f"  step {event['step']:>2} drafted  ({event['tokens']} tok, "
-                f"{event['seconds']:.1f} s)")
+        return (
+            f"  step {event['step']:>2} drafted  ({event['tokens']} tok, {event['seconds']:.1f} s)"
+        )
     if event["type"] == "scored":
         verdict = "accept" if event["accepted"] else "reject"
-        return (f"  step {event['step']:>2} scored   {event['score']:.1f} -> {verdict} "
-                f"({event['seconds']:.1f} s)")
+        return (
+            f"  step {event['step']:>2} scored   {event['score']:.1f} -> {verdict} "
+            f"({event['seconds']:.1f} s)"
+        )
     if event["type"] == "step":
         label = {"accepted": "ACCEPTED ", "rewritten": "REWRITTEN", "base": "BASE     "}
         return f"  step {event['step']:>2} {label[event['decision']]} {_one_line(event['text'])}"
     if event["type"] == "done":
         return f"  reasoning stopped: {event['reason']}"
     if event["type"] == "fallback":
-        return (f"  step {event['step']:>2} {event['endpoint']} server failed; the base model "
-                f"writes the rest ({_one_line(event['reason'], 80)})")
+        return (
+            f"  step {event['step']:>2} {event['endpoint']} server failed; the base model "
+            f"writes the rest ({_one_line(event['reason'], 80)})"
+        )
     return None
 
 

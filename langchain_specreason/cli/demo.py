@@ -32,16 +32,23 @@ DEFAULT_QUESTION = (
 def add_parser(sub: Any) -> None:
     """The ``demo`` sub-command's flags."""
     demo = sub.add_parser("demo", help="answer one question with SpecReason and the base alone")
-    demo.add_argument("--profile", default="cpu", help="serve profile name or TOML path "
-                      "(default: cpu)")
+    demo.add_argument(
+        "--profile", default="cpu", help="serve profile name or TOML path (default: cpu)"
+    )
     demo.add_argument("--variant", help="profile variant (e.g. sd, ngram, eagle3)")
     demo.add_argument("--draft-url", help="use this running draft server (OpenAI base URL)")
     demo.add_argument("--base-url", help="use this running base server (OpenAI base URL)")
     demo.add_argument("--question", default=DEFAULT_QUESTION)
-    demo.add_argument("--judge", default=DEFAULT_JUDGE,
-                      help=f"judge (default {DEFAULT_JUDGE}; see `specreason bench judges`)")
-    demo.add_argument("--threshold", type=float,
-                      help="the judge's threshold on its own scale (default: the judge's)")
+    demo.add_argument(
+        "--judge",
+        default=DEFAULT_JUDGE,
+        help=f"judge (default {DEFAULT_JUDGE}; see `specreason bench judges`)",
+    )
+    demo.add_argument(
+        "--threshold",
+        type=float,
+        help="the judge's threshold on its own scale (default: the judge's)",
+    )
     add_config_flags(demo, ["budget", "temperature"], budget=1024, temperature=0.0)
 
 
@@ -54,22 +61,33 @@ async def run_demo(args: argparse.Namespace) -> int:
         if args.draft_url:
             urls = {"draft": args.draft_url, "base": args.base_url}
         else:
-            print(f"starting the {profile.name} servers ({profile.description}); the first "
-                  "start fetches the models and compiles, a few minutes...", flush=True)
+            print(
+                f"starting the {profile.name} servers ({profile.description}); the first "
+                "start fetches the models and compiles, a few minutes...",
+                flush=True,
+            )
             launcher = stack.enter_context(Launcher(profile, echo=True))
             urls = launcher.urls
         draft, base = endpoint_pair(urls["draft"], urls["base"])
-        config = SpecReasonConfig(**judge_settings(args.judge, args.threshold),
-                                  budget=args.budget, temperature=args.temperature, seed=0)
+        config = SpecReasonConfig(
+            **judge_settings(args.judge, args.threshold),
+            budget=args.budget,
+            temperature=args.temperature,
+            seed=0,
+        )
         graph = create_specreason_graph(draft, base, config=config, family=profile.family)
         messages: list[Any] = [("user", args.question)]
-        print(f"\nquestion: {args.question}\n\nSpecReason (draft {await draft.model_name()}, "
-              f"base {await base.model_name()}, judge {config.judge}, threshold "
-              f"{config.judge_threshold()}):", flush=True)
+        print(
+            f"\nquestion: {args.question}\n\nSpecReason (draft {await draft.model_name()}, "
+            f"base {await base.model_name()}, judge {config.judge}, threshold "
+            f"{config.judge_threshold()}):",
+            flush=True,
+        )
         start = time.perf_counter()
         state: dict = {}
-        async for mode, chunk in graph.astream({"messages": messages},
-                                               stream_mode=["custom", "values"]):
+        async for mode, chunk in graph.astream(
+            {"messages": messages}, stream_mode=["custom", "values"]
+        ):
             if mode == "custom":
                 print_event(cast(Event, chunk))
             else:
@@ -80,14 +98,18 @@ async def run_demo(args: argparse.Namespace) -> int:
         print("base model alone, same question and settings...", flush=True)
         alone = await single_model(base, messages, config)
         print(f"\nbase alone answered:\n{alone.text.strip()}\n")
-        print(f"steps: {stats.steps_accepted} accepted, {stats.steps_rewritten} rewritten, "
-              f"{stats.steps_base} by base; draft tokens {stats.draft_tokens}, base tokens "
-              f"{stats.base_tokens}; judge prompt tokens {stats.judge_prompt_tokens} "
-              f"({stats.judge_cached_tokens} from cache)")
-        print(f"time: SpecReason {wall:.1f} s (draft {stats.draft_s:.1f}, judge "
-              f"{stats.judge_s:.1f}, rewrite {stats.rewrite_s:.1f}, answer "
-              f"{stats.answer_s:.1f}, overhead {stats.overhead_s or 0:.2f}; drafting behind the "
-              f"judge {stats.draft_hidden_s:.1f}) vs base alone "
-              f"{alone.seconds:.1f} s: {alone.seconds / wall:.2f}x", flush=True)
+        print(
+            f"steps: {stats.steps_accepted} accepted, {stats.steps_rewritten} rewritten, "
+            f"{stats.steps_base} by base; draft tokens {stats.draft_tokens}, base tokens "
+            f"{stats.base_tokens}; judge prompt tokens {stats.judge_prompt_tokens} "
+            f"({stats.judge_cached_tokens} from cache)"
+        )
+        print(
+            f"time: SpecReason {wall:.1f} s (draft {stats.draft_s:.1f}, judge "
+            f"{stats.judge_s:.1f}, rewrite {stats.rewrite_s:.1f}, answer "
+            f"{stats.answer_s:.1f}, overhead {stats.overhead_s or 0:.2f}; drafting behind the "
+            f"judge {stats.draft_hidden_s:.1f}) vs base alone "
+            f"{alone.seconds:.1f} s: {alone.seconds / wall:.2f}x",
+            flush=True,
+        )
     return 0 if state.get("answer", "").strip() else 1
-

@@ -10,11 +10,19 @@ from __future__ import annotations
 from ..errors import MissingExtraError
 
 EXTRA_OF_MODULE: dict[str, str] = {
-    "tqdm": "serve", "platformdirs": "serve", "httpx": "serve",
-    "matplotlib": "bench", "math_verify": "bench", "prometheus_client": "bench",
-    "scipy": "arbitrage", "transformers": "arbitrage",
+    "tqdm": "serve",
+    "platformdirs": "serve",
+    "httpx": "serve",
+    "matplotlib": "bench",
+    "math_verify": "bench",
+    "prometheus_client": "bench",
+    "scipy": "arbitrage",
+    "transformers": "arbitrage",
     "vllm_router": "scale",
-    "vllm": "cpu", "torch": "cpu", "gguf": "cpu", "accelerate": "cpu",
+    "vllm": "cpu",
+    "torch": "cpu",
+    "gguf": "cpu",
+    "accelerate": "cpu",
     "langgraph.checkpoint.sqlite": "sqlite",
 }
 """Top-level module -> the extra that installs it."""

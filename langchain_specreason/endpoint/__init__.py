@@ -17,6 +17,17 @@ from .base import (
 )
 from .server import READ_PREFIX_CACHE_XARG, OpenAIEndpoint, endpoint_pair, server_root
 
-__all__ = ["READ_PREFIX_CACHE_XARG", "ChatRequest", "Classified", "Classifier", "Completion",
-           "Endpoint", "OpenAIEndpoint", "PromptLogprobs", "TokenScorer", "WindowedEndpoint",
-           "endpoint_pair", "server_root"]
+__all__ = [
+    "READ_PREFIX_CACHE_XARG",
+    "ChatRequest",
+    "Classified",
+    "Classifier",
+    "Completion",
+    "Endpoint",
+    "OpenAIEndpoint",
+    "PromptLogprobs",
+    "TokenScorer",
+    "WindowedEndpoint",
+    "endpoint_pair",
+    "server_root",
+]

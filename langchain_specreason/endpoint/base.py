@@ -129,9 +129,13 @@ class WindowedEndpoint(Protocol):
         """The context window in tokens (``None``: not reported)."""
         ...
 
-    async def count_tokens(self, messages: list[dict[str, Any]], *,
-                           continue_final: bool = False,
-                           tools: list[dict[str, Any]] | None = None) -> int:
+    async def count_tokens(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        continue_final: bool = False,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> int:
         """Tokens of a chat prompt (with its tools) as the server renders it."""
         ...
 
@@ -142,12 +146,14 @@ class TokenScorer(Protocol):
 
     name: str
 
-    async def tokenize(self, messages: list[dict[str, Any]], *,
-                       continue_final: bool = False) -> list[int]:
+    async def tokenize(
+        self, messages: list[dict[str, Any]], *, continue_final: bool = False
+    ) -> list[int]:
         """Token ids of a chat prompt as the server renders it."""
         ...
 
-    async def prompt_logprobs(self, token_ids: list[int], *,
-                              read_cache: bool = True) -> PromptLogprobs:
+    async def prompt_logprobs(
+        self, token_ids: list[int], *, read_cache: bool = True
+    ) -> PromptLogprobs:
         """Log-probability of each token of ``token_ids`` (one forward pass, no decoding)."""
         ...

@@ -21,8 +21,7 @@ class WithExtraBody:
         self.name = inner.name
 
     def _with(self, request: ChatRequest) -> ChatRequest:
-        return dataclasses.replace(request, extra_body={**(request.extra_body or {}),
-                                                        **self.extra})
+        return dataclasses.replace(request, extra_body={**(request.extra_body or {}), **self.extra})
 
     async def complete(self, request: ChatRequest) -> Completion:
         """The wrapped endpoint's completion of ``request`` with the extra fields."""

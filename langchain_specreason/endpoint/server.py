@@ -50,11 +50,29 @@ READ_PREFIX_CACHE_XARG = "specreason_read_prefix_cache"
 server-side half is :mod:`langchain_specreason.serving.vllm_plugin`)."""
 
 
-RESERVED_BODY_KEYS = frozenset({
-    "messages", "model", "stream", "stream_options", "n", "tools", "tool_choice",
-    "response_format", "max_tokens", "max_completion_tokens", "temperature", "top_p", "seed",
-    "stop", "logprobs", "top_logprobs", "prompt_logprobs", "continue_final_message",
-    "add_generation_prompt"})
+RESERVED_BODY_KEYS = frozenset(
+    {
+        "messages",
+        "model",
+        "stream",
+        "stream_options",
+        "n",
+        "tools",
+        "tool_choice",
+        "response_format",
+        "max_tokens",
+        "max_completion_tokens",
+        "temperature",
+        "top_p",
+        "seed",
+        "stop",
+        "logprobs",
+        "top_logprobs",
+        "prompt_logprobs",
+        "continue_final_message",
+        "add_generation_prompt",
+    }
+)
 """Request fields SpecReason sets on each call itself: not accepted in ``extra_body``."""
 
 
@@ -68,8 +86,13 @@ def check_extra_body(extra: Mapping[str, Any] | None, what: str = "extra_body") 
             f"{what} may not set {', '.join(taken)}: SpecReason sets them on each call (steps, "
             "judge, answer); use the fields / call arguments (temperature, max_tokens, seed, "
             "stop, tools, with_structured_output) instead"
-            + (f"; {', '.join(unsupported)}: not supported (one answer per call; the judges "
-               "ask for logprobs themselves)" if unsupported else ""))
+            + (
+                f"; {', '.join(unsupported)}: not supported (one answer per call; the judges "
+                "ask for logprobs themselves)"
+                if unsupported
+                else ""
+            )
+        )
     return extra
 
 
@@ -124,16 +147,30 @@ def _wait(state: RetryCallState) -> float:
 def _is_context_error(exc: openai.APIStatusError) -> bool:
     text = f"{exc} {_message(exc)}".lower()
     return exc.status_code == 400 and any(
-        key in text for key in ("maximum context length", "max_model_len", "context length",
-                                "too long", "max_tokens' is too large")
+        key in text
+        for key in (
+            "maximum context length",
+            "max_model_len",
+            "context length",
+            "too long",
+            "max_tokens' is too large",
+        )
     )
 
 
 def endpoint_pair(
-    draft_url: str, base_url: str, *, api_key: SecretStr | str | None = None,
-    draft_api_key: SecretStr | str | None = None, draft_model: str | None = None,
-    base_model: str | None = None, timeout: float = 600.0, judge_timeout: float = 60.0,
-    connect_timeout: float = 10.0, max_retries: int = 2, max_concurrency: int | None = None,
+    draft_url: str,
+    base_url: str,
+    *,
+    api_key: SecretStr | str | None = None,
+    draft_api_key: SecretStr | str | None = None,
+    draft_model: str | None = None,
+    base_model: str | None = None,
+    timeout: float = 600.0,
+    judge_timeout: float = 60.0,
+    connect_timeout: float = 10.0,
+    max_retries: int = 2,
+    max_concurrency: int | None = None,
     extra_body: Mapping[str, Any] | None = None,
     default_headers: Mapping[str, str] | None = None,
     http_client: httpx.AsyncClient | None = None,
@@ -143,13 +180,20 @@ def endpoint_pair(
 
     ``extra_body``, ``default_headers`` and the HTTP clients go to both endpoints.
     """
-    limits: dict[str, Any] = {"timeout": timeout, "judge_timeout": judge_timeout,
-                              "connect_timeout": connect_timeout, "max_retries": max_retries,
-                              "max_concurrency": max_concurrency, "extra_body": extra_body,
-                              "default_headers": default_headers, "http_client": http_client,
-                              "http_async_client": http_async_client}
-    draft = OpenAIEndpoint(draft_url, name="draft", model=draft_model,
-                           api_key=draft_api_key or api_key, **limits)
+    limits: dict[str, Any] = {
+        "timeout": timeout,
+        "judge_timeout": judge_timeout,
+        "connect_timeout": connect_timeout,
+        "max_retries": max_retries,
+        "max_concurrency": max_concurrency,
+        "extra_body": extra_body,
+        "default_headers": default_headers,
+        "http_client": http_client,
+        "http_async_client": http_async_client,
+    }
+    draft = OpenAIEndpoint(
+        draft_url, name="draft", model=draft_model, api_key=draft_api_key or api_key, **limits
+    )
     base = OpenAIEndpoint(base_url, name="base", model=base_model, api_key=api_key, **limits)
     return draft, base
 
@@ -201,8 +245,11 @@ class OpenAIEndpoint:
         key = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key or "EMPTY")
         self._api_key = key
         self.name = name
-        for label, value in (("timeout", timeout), ("judge_timeout", judge_timeout),
-                             ("connect_timeout", connect_timeout)):
+        for label, value in (
+            ("timeout", timeout),
+            ("judge_timeout", judge_timeout),
+            ("connect_timeout", connect_timeout),
+        ):
             if not value > 0:
                 raise ConfigError(f"{label} must be a positive number of seconds, got {value}")
         if max_retries < 0:
@@ -225,15 +272,17 @@ class OpenAIEndpoint:
         ``chat_template_kwargs``, ...)."""
         self.default_headers = dict(default_headers or {})
         """Headers sent with every request."""
-        for label, given in (("http_client", http_client),
-                             ("http_async_client", http_async_client)):
+        for label, given in (
+            ("http_client", http_client),
+            ("http_async_client", http_async_client),
+        ):
             if given is not None and not isinstance(given, httpx.AsyncClient):
                 raise ConfigError(
                     f"{label} must be an httpx2.AsyncClient (the HTTP library of the openai "
                     f"SDK >= 3; the sync API runs on async code too), got "
-                    f"{type(given).__module__}.{type(given).__name__}")
-        if transport is not None and (http_client is not None
-                                      or http_async_client is not None):
+                    f"{type(given).__module__}.{type(given).__name__}"
+                )
+        if transport is not None and (http_client is not None or http_async_client is not None):
             raise ConfigError("pass a transport or HTTP clients, not both")
         self.http_client = http_client
         self.http_async_client = http_async_client
@@ -258,8 +307,11 @@ class OpenAIEndpoint:
             if http_client is None and self._transport is not None:
                 http_client = httpx.AsyncClient(transport=self._transport, timeout=timeout)
             client = openai.AsyncOpenAI(
-                base_url=self.base_url, api_key=self._api_key.get_secret_value(),
-                timeout=timeout, max_retries=0, http_client=http_client,
+                base_url=self.base_url,
+                api_key=self._api_key.get_secret_value(),
+                timeout=timeout,
+                max_retries=0,
+                http_client=http_client,
                 # read at each request: the run's routing key (X-Session-ID) goes along
                 default_headers=RoutingHeaders(self.default_headers),
             )
@@ -269,9 +321,13 @@ class OpenAIEndpoint:
     def _given_client(self, loop: asyncio.AbstractEventLoop) -> httpx.AsyncClient | None:
         """The caller's HTTP client for ``loop``, bound to it (a pool serves one loop)."""
         sync = loop is sync_bridge._LOOP  # the loop thread of the sync API
-        chosen, label = ((self.http_client, "http_client") if sync and self.http_client
-                         else (self.http_async_client, "http_async_client")
-                         if self.http_async_client else (self.http_client, "http_client"))
+        chosen, label = (
+            (self.http_client, "http_client")
+            if sync and self.http_client
+            else (self.http_async_client, "http_async_client")
+            if self.http_async_client
+            else (self.http_client, "http_client")
+        )
         if chosen is None:
             return None
         bound = self._bound.get(id(chosen))
@@ -281,7 +337,8 @@ class OpenAIEndpoint:
                 "loop, and an httpx2 client's connection pool serves one loop only (sync "
                 "calls run on their own loop thread): pass http_client= for the sync API and "
                 "http_async_client= for the async one, or create the model inside the loop "
-                "that runs it")
+                "that runs it"
+            )
         self._bound[id(chosen)] = weakref.ref(loop)
         return chosen
 
@@ -323,23 +380,26 @@ class OpenAIEndpoint:
             wait = retry_after(exc)
             if wait is not None and wait > MAX_RETRY_AFTER:
                 raise EndpointError(
-                    self.name, self.base_url,
+                    self.name,
+                    self.base_url,
                     f"HTTP {exc.status_code}, and the server asks to retry after {wait:.0f} s "
                     f"(more than {MAX_RETRY_AFTER:.0f} s): {_message(exc)}",
                 ) from exc
             if _is_transient(exc):
                 raise EndpointError(
-                    self.name, self.base_url,
+                    self.name,
+                    self.base_url,
                     f"HTTP {exc.status_code} after {self.max_retries + 1} attempts: "
                     f"{_message(exc)}",
                 ) from exc
-            raise EndpointError(self.name, self.base_url,
-                                f"HTTP {exc.status_code}: {_message(exc)}") from exc
-        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
-            what = ("timed out" if isinstance(exc, openai.APITimeoutError)
-                    else "unreachable")
             raise EndpointError(
-                self.name, self.base_url,
+                self.name, self.base_url, f"HTTP {exc.status_code}: {_message(exc)}"
+            ) from exc
+        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+            what = "timed out" if isinstance(exc, openai.APITimeoutError) else "unreachable"
+            raise EndpointError(
+                self.name,
+                self.base_url,
                 f"{what} after {self.max_retries + 1} attempts ({type(exc).__name__}); "
                 f"is the server running?",
             ) from exc
@@ -359,9 +419,11 @@ class OpenAIEndpoint:
         if not ids:
             raise EndpointError(self.name, self.base_url, "the server lists no model")
         if len(ids) > 1:
-            raise ConfigError(f"the {self.name} server at {self.base_url} serves "
-                              f"{len(ids)} models ({', '.join(ids)}); name the one to use "
-                              f"(model=... / {self.name}_model=...)")
+            raise ConfigError(
+                f"the {self.name} server at {self.base_url} serves "
+                f"{len(ids)} models ({', '.join(ids)}); name the one to use "
+                f"(model=... / {self.name}_model=...)"
+            )
         return ids[0]
 
     async def discover(self) -> None:
@@ -454,8 +516,11 @@ class OpenAIEndpoint:
         resp = await self._call(self.client.chat.completions.create, n=n, **kwargs)
         seconds = time.perf_counter() - start
         if len(resp.choices) != n:
-            raise EndpointError(self.name, self.base_url,
-                                f"asked for {n} choices, the server returned {len(resp.choices)}")
+            raise EndpointError(
+                self.name,
+                self.base_url,
+                f"asked for {n} choices, the server returned {len(resp.choices)}",
+            )
         outs = [_choice(c, request, seconds) for c in sorted(resp.choices, key=lambda c: c.index)]
         _add_usage(outs[0], resp.usage)
         return outs
@@ -472,31 +537,44 @@ class OpenAIEndpoint:
             body.update(truncate_prompt_tokens=truncate, truncation_side="left")
         url = server_root(self.base_url) + "/classify"
         start = time.perf_counter()
-        resp = await self._call(self.client.post, url, body=body, cast_to=object,
-                                options={"timeout": self._short})
+        resp = await self._call(
+            self.client.post, url, body=body, cast_to=object, options={"timeout": self._short}
+        )
         seconds = time.perf_counter() - start
         try:
             rows = sorted(resp["data"], key=lambda row: row["index"])
             probs = [[float(p) for p in row["probs"]] for row in rows]
         except (KeyError, TypeError) as exc:
-            raise EndpointError(self.name, self.base_url,
-                                f"/classify answered without probabilities: {exc!r}; "
-                                "is this a classifier served with --runner pooling?") from None
+            raise EndpointError(
+                self.name,
+                self.base_url,
+                f"/classify answered without probabilities: {exc!r}; "
+                "is this a classifier served with --runner pooling?",
+            ) from None
         usage = resp.get("usage") or {}
-        return Classified(probs=probs, prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                          seconds=seconds)
+        return Classified(
+            probs=probs, prompt_tokens=int(usage.get("prompt_tokens") or 0), seconds=seconds
+        )
 
-    async def tokenize(self, messages: list[dict[str, Any]], *, continue_final: bool = False,
-                       tools: list[dict[str, Any]] | None = None) -> list[int]:
+    async def tokenize(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        continue_final: bool = False,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> list[int]:
         """Token ids of a chat prompt as the server renders it (vLLM ``/tokenize``).
 
         ``continue_final`` renders the prompt that continues the last assistant message, as
         :class:`ChatRequest` sends it; otherwise the template's generation prompt is added.
         ``tools`` are rendered into the prompt as the chat template does.
         """
-        body: dict[str, Any] = {"model": await self.model_name(), "messages": messages,
-                                "continue_final_message": continue_final,
-                                "add_generation_prompt": not continue_final}
+        body: dict[str, Any] = {
+            "model": await self.model_name(),
+            "messages": messages,
+            "continue_final_message": continue_final,
+            "add_generation_prompt": not continue_final,
+        }
         if tools:
             body["tools"] = tools
         if self.extra_body.get("chat_template_kwargs"):  # rendered as the requests are
@@ -505,22 +583,29 @@ class OpenAIEndpoint:
 
     async def tokenize_text(self, text: str) -> list[int]:
         """Token ids of plain ``text`` (no chat template, no special tokens)."""
-        return await self._tokenize({"model": await self.model_name(), "prompt": text,
-                                     "add_special_tokens": False})
+        return await self._tokenize(
+            {"model": await self.model_name(), "prompt": text, "add_special_tokens": False}
+        )
 
     async def _tokenize(self, body: dict[str, Any]) -> list[int]:
         url = server_root(self.base_url) + "/tokenize"
-        resp = await self._call(self.client.post, url, body=body, cast_to=object,
-                                options={"timeout": self._short})
+        resp = await self._call(
+            self.client.post, url, body=body, cast_to=object, options={"timeout": self._short}
+        )
         try:
             return [int(t) for t in resp["tokens"]]
         except (KeyError, TypeError, ValueError) as exc:
-            raise EndpointError(self.name, self.base_url,
-                                f"/tokenize answered without tokens: {exc!r}") from None
+            raise EndpointError(
+                self.name, self.base_url, f"/tokenize answered without tokens: {exc!r}"
+            ) from None
 
-    async def count_tokens(self, messages: list[dict[str, Any]], *,
-                           continue_final: bool = False,
-                           tools: list[dict[str, Any]] | None = None) -> int:
+    async def count_tokens(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        continue_final: bool = False,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> int:
         """Tokens of a chat prompt as the server renders it (see :meth:`tokenize`)."""
         return len(await self.tokenize(messages, continue_final=continue_final, tools=tools))
 
@@ -553,8 +638,9 @@ class OpenAIEndpoint:
         page = await self._call(self.client.models.list, timeout=self._short)
         return [{"id": m.id, **(m.model_extra or {})} for m in page.data]
 
-    async def prompt_logprobs(self, token_ids: list[int], *,
-                              read_cache: bool = True) -> PromptLogprobs:
+    async def prompt_logprobs(
+        self, token_ids: list[int], *, read_cache: bool = True
+    ) -> PromptLogprobs:
         """Log-probability of each prompt token, from one forward pass (vLLM ``prompt_logprobs``).
 
         vLLM prefills a prompt-logprobs request whole, prefix cache or not. With ``read_cache``
@@ -565,13 +651,20 @@ class OpenAIEndpoint:
         if read_cache:
             extra["vllm_xargs"] = {READ_PREFIX_CACHE_XARG: 1}
         start = time.perf_counter()
-        resp = await self._call(self.client.completions.create, model=await self.model_name(),
-                                prompt=token_ids, max_tokens=1, temperature=0.0,
-                                extra_body=extra, timeout=self._short)
+        resp = await self._call(
+            self.client.completions.create,
+            model=await self.model_name(),
+            prompt=token_ids,
+            max_tokens=1,
+            temperature=0.0,
+            extra_body=extra,
+            timeout=self._short,
+        )
         seconds = time.perf_counter() - start
         try:
             rows = (resp.choices[0].model_extra or {}).get("prompt_logprobs") or (
-                resp.model_extra or {}).get("prompt_logprobs")
+                resp.model_extra or {}
+            ).get("prompt_logprobs")
             if rows is None:
                 raise KeyError("prompt_logprobs")
             values: list[float | None] = []
@@ -581,9 +674,12 @@ class OpenAIEndpoint:
                 values.append(None if entry is None else float(entry["logprob"]))
                 texts.append(None if entry is None else entry.get("decoded_token"))
         except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise EndpointError(self.name, self.base_url,
-                                f"/v1/completions answered without prompt_logprobs ({exc!r}); "
-                                "is this a vLLM server?") from None
+            raise EndpointError(
+                self.name,
+                self.base_url,
+                f"/v1/completions answered without prompt_logprobs ({exc!r}); "
+                "is this a vLLM server?",
+            ) from None
         usage = resp.usage
         cached = None
         details = getattr(usage, "prompt_tokens_details", None) if usage else None
@@ -592,8 +688,13 @@ class OpenAIEndpoint:
         if cached:  # not computed (our vLLM plugin zero-fills them)
             values[:cached] = [None] * min(cached, len(values))
             texts[:cached] = [None] * min(cached, len(texts))
-        return PromptLogprobs(values, texts, prompt_tokens=usage.prompt_tokens if usage else 0,
-                              cached_tokens=cached, seconds=seconds)
+        return PromptLogprobs(
+            values,
+            texts,
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            cached_tokens=cached,
+            seconds=seconds,
+        )
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[Completion]:
         """Run ``request`` streamed; the final item has no text but the finish and usage.
@@ -621,15 +722,28 @@ class OpenAIEndpoint:
                     if choice.delta.content:
                         yield Completion(text=choice.delta.content)
                     if choice.delta.tool_calls:
-                        yield Completion(text="", tool_call_chunks=[{
-                            "index": tc.index, "id": tc.id,
-                            "name": tc.function.name if tc.function else None,
-                            "arguments": (tc.function.arguments if tc.function else None) or "",
-                        } for tc in choice.delta.tool_calls])
+                        yield Completion(
+                            text="",
+                            tool_call_chunks=[
+                                {
+                                    "index": tc.index,
+                                    "id": tc.id,
+                                    "name": tc.function.name if tc.function else None,
+                                    "arguments": (tc.function.arguments if tc.function else None)
+                                    or "",
+                                }
+                                for tc in choice.delta.tool_calls
+                            ],
+                        )
                     for tc in choice.delta.tool_calls or []:
                         part = tool_parts.setdefault(
-                            tc.index, {"id": None, "type": "function",
-                                       "function": {"name": "", "arguments": ""}})
+                            tc.index,
+                            {
+                                "id": None,
+                                "type": "function",
+                                "function": {"name": "", "arguments": ""},
+                            },
+                        )
                         if tc.id:
                             part["id"] = tc.id
                         if tc.function and tc.function.name:
@@ -640,8 +754,9 @@ class OpenAIEndpoint:
                         final.finish_reason = choice.finish_reason
                         final.stop_reason = (choice.model_extra or {}).get("stop_reason")
         except (openai.APIError, httpx.HTTPError) as exc:  # the SDK does not wrap these here
-            raise EndpointError(self.name, self.base_url,
-                                f"stream broke off ({type(exc).__name__}: {exc})") from exc
+            raise EndpointError(
+                self.name, self.base_url, f"stream broke off ({type(exc).__name__}: {exc})"
+            ) from exc
         final.tool_calls = [tool_parts[i] for i in sorted(tool_parts)]
         final.seconds = time.perf_counter() - start
         yield final

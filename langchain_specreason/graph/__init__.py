@@ -45,8 +45,16 @@ from .answer import answer
 from .nodes import Parts
 from .steps import apply_step, next_node, step_finish, step_record
 
-__all__ = ["NODES", "Parts", "SpecReasonGraph", "apply_step", "create_specreason_graph",
-           "next_node", "step_finish", "step_record"]
+__all__ = [
+    "NODES",
+    "Parts",
+    "SpecReasonGraph",
+    "apply_step",
+    "create_specreason_graph",
+    "next_node",
+    "step_finish",
+    "step_record",
+]
 
 NODES = ("start", "draft", "judge", "accept", "rewrite", "answer")
 """The graph's node names. Stable: traces, tests and UIs refer to them."""
@@ -92,10 +100,16 @@ def create_specreason_graph(
     """
     cfg = config or SpecReasonConfig()
     fmt = get_format(family)
-    parts = Parts(draft=draft, base=base, judge=judge or make_judge(cfg, draft, base, fmt),
-                  config=cfg, fmt=fmt)
-    builder = StateGraph(SpecReasonState, input_schema=SpecReasonInput,
-                         output_schema=SpecReasonOutput)
+    parts = Parts(
+        draft=draft,
+        base=base,
+        judge=judge or make_judge(cfg, draft, base, fmt),
+        config=cfg,
+        fmt=fmt,
+    )
+    builder = StateGraph(
+        SpecReasonState, input_schema=SpecReasonInput, output_schema=SpecReasonOutput
+    )
     builder.add_node("start", partial(nodes.start, parts=parts))
     builder.add_node("draft", partial(nodes.draft, parts=parts))
     builder.add_node("judge", partial(nodes.judge, parts=parts))
@@ -106,10 +120,12 @@ def create_specreason_graph(
     route: dict[Hashable, str] = {"draft": "draft", "rewrite": "rewrite", "answer": "answer"}
     for node in ("start", "accept", "rewrite"):
         builder.add_conditional_edges(node, partial(nodes.after_step, parts=parts), route)
-    builder.add_conditional_edges("draft", nodes.after_draft,
-                                  {"judge": "judge", "rewrite": "rewrite"})
-    builder.add_conditional_edges("judge", nodes.after_judge,
-                                  {"accept": "accept", "rewrite": "rewrite"})
+    builder.add_conditional_edges(
+        "draft", nodes.after_draft, {"judge": "judge", "rewrite": "rewrite"}
+    )
+    builder.add_conditional_edges(
+        "judge", nodes.after_judge, {"accept": "accept", "rewrite": "rewrite"}
+    )
     builder.add_edge("answer", END)
     graph = builder.compile(checkpointer=checkpointer, name=name or "specreason")
     # Every step of the trace costs at most three node runs and holds at least one token.

@@ -16,14 +16,13 @@ from ..endpoint import ChatRequest, Completion
 from ..events import AnswerDelta, AnswerToolCall
 from ..formats import continue_messages, to_openai_messages
 from ..state import SpecReasonState
-from .toolcalls import Recovered, call_prefix, may_be_a_call, recover_tool_calls
 from .nodes import Parts
 from .steps import answer_room, step_texts
+from .toolcalls import Recovered, call_prefix, may_be_a_call, recover_tool_calls
 from .tracing import completion_outputs, traced_call
 
 
-async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
-                 ) -> dict[str, Any]:
+async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts) -> dict[str, Any]:
     """Write the answer after the trace (base model, or the draft with ``answer_by="draft"``).
 
     An instruct reply that ended by itself is already complete, unless tools may be called
@@ -54,15 +53,22 @@ async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
         if fmt.thinking_end is None:  # continue the instruct reply (cut, or tool turn)
             messages, cont = continue_messages(conversation, fmt, steps)
         else:
-            messages = [*conversation, {"role": "assistant",
-                                        "content": trace + fmt.thinking_end + "\n\n"}]
+            messages = [
+                *conversation,
+                {"role": "assistant", "content": trace + fmt.thinking_end + "\n\n"},
+            ]
             cont = True
-        endpoint = (parts.base if cfg.answer_by == "base" or state.get("draft_down")
-                    else parts.draft)
+        endpoint = parts.base if cfg.answer_by == "base" or state.get("draft_down") else parts.draft
         request = ChatRequest(
-            messages=messages, max_tokens=answer_room(cfg, state), continue_final=cont,
-            temperature=cfg.temperature, top_p=cfg.top_p, seed=cfg.seed,
-            stop=options.get("stop"), tools=tools, tool_choice=options.get("tool_choice"),
+            messages=messages,
+            max_tokens=answer_room(cfg, state),
+            continue_final=cont,
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            seed=cfg.seed,
+            stop=options.get("stop"),
+            tools=tools,
+            tool_choice=options.get("tool_choice"),
             parallel_tool_calls=options.get("parallel_tool_calls"),
             response_format=response_format,
         )
@@ -71,7 +77,7 @@ async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
         said: list[str] = []  # the answer's text as streamed (held-back text not yet)
         # With tools, a small model may write its call as text (bare JSON, a fenced block)
         # instead of the tags the server's parser reads: text that may still be a call is
-        # held back, then read as one if the server parsed none (langchain_specreason.graph.toolcalls)
+        # held back, then read as one if the server parsed none (graph/toolcalls.py)
         tool_choice = options.get("tool_choice")
         recover = bool(tools) and tool_choice != "none"
         names = {t.get("function", {}).get("name") for t in tools or []}
@@ -87,9 +93,15 @@ async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
             nonlocal streamed_calls
             for piece in item.tool_call_chunks:  # as the server streams them
                 streamed_calls = True
-                writer(AnswerToolCall(type="answer_tool_call", index=piece["index"],
-                                      id=piece.get("id"), name=piece.get("name"),
-                                      args=piece.get("arguments") or ""))
+                writer(
+                    AnswerToolCall(
+                        type="answer_tool_call",
+                        index=piece["index"],
+                        id=piece.get("id"),
+                        name=piece.get("name"),
+                        args=piece.get("arguments") or "",
+                    )
+                )
 
         def read_calls(text: str, last: Completion) -> Recovered | None:
             """The calls written in ``text``, set on ``last``.
@@ -171,18 +183,34 @@ async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
             if not streamed_calls:  # whole calls: recovered, or not streamed by the endpoint
                 for i, tc in enumerate(last.tool_calls):
                     fn = tc.get("function") or {}
-                    writer(AnswerToolCall(type="answer_tool_call", index=i, id=tc.get("id"),
-                                          name=fn.get("name"), args=fn.get("arguments") or ""))
+                    writer(
+                        AnswerToolCall(
+                            type="answer_tool_call",
+                            index=i,
+                            id=tc.get("id"),
+                            name=fn.get("name"),
+                            args=fn.get("arguments") or "",
+                        )
+                    )
             return last
 
         final = await traced_call(
-            config, "write_answer",
-            {"specreason_call": "answer", "specreason_stop": state.get("stop"),
-             "specreason_author": cfg.answer_by},
-            {"messages": request.messages}, stream_answer,
-            lambda d: {**completion_outputs(d), "text": "".join(pieces),
-                       "tool_calls": d.tool_calls,
-                       "recovered_tool_calls": bool(recovered)})
+            config,
+            "write_answer",
+            {
+                "specreason_call": "answer",
+                "specreason_stop": state.get("stop"),
+                "specreason_author": cfg.answer_by,
+            },
+            {"messages": request.messages},
+            stream_answer,
+            lambda d: {
+                **completion_outputs(d),
+                "text": "".join(pieces),
+                "tool_calls": d.tool_calls,
+                "recovered_tool_calls": bool(recovered),
+            },
+        )
         text = "".join(said)
     reasoning = fmt.thinking_end is not None or structured  # the trace apart from the reply
     full = text if reasoning else trace + text
@@ -191,13 +219,19 @@ async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
         kwargs["reasoning_content"] = "".join(steps)
     calls = [_tool_call(tc) for tc in final.tool_calls]
     message = AIMessage(
-        content=full, additional_kwargs=kwargs,
+        content=full,
+        additional_kwargs=kwargs,
         tool_calls=[c for c in calls if c["type"] == "tool_call"],
         invalid_tool_calls=[c for c in calls if c["type"] == "invalid_tool_call"],
     )
-    return {"answer": full, "answer_tokens": final.completion_tokens,
-            "answer_s": final.seconds, "answer_prompt_tokens": final.prompt_tokens,
-            "answer_finish": final.finish_reason or "stop", "messages": [message]}
+    return {
+        "answer": full,
+        "answer_tokens": final.completion_tokens,
+        "answer_s": final.seconds,
+        "answer_prompt_tokens": final.prompt_tokens,
+        "answer_finish": final.finish_reason or "stop",
+        "messages": [message],
+    }
 
 
 def _key(tc: dict[str, Any]) -> tuple[str, str]:
@@ -212,8 +246,12 @@ def _key(tc: dict[str, Any]) -> tuple[str, str]:
 
 def _calls_made(messages: Sequence[BaseMessage]) -> set[tuple[str, str]]:
     """The tool calls the conversation already made, as :func:`_key` gives them."""
-    return {(tc["name"], json.dumps(tc["args"], sort_keys=True))
-            for m in messages if isinstance(m, AIMessage) for tc in m.tool_calls}
+    return {
+        (tc["name"], json.dumps(tc["args"], sort_keys=True))
+        for m in messages
+        if isinstance(m, AIMessage)
+        for tc in m.tool_calls
+    }
 
 
 def _tool_call(tc: dict[str, Any]) -> Any:
@@ -229,6 +267,7 @@ def _tool_call(tc: dict[str, Any]) -> Any:
         if not isinstance(args, dict):
             raise ValueError(f"arguments are a JSON {type(args).__name__}, not an object")
     except ValueError as exc:  # json.JSONDecodeError is a ValueError
-        return invalid_tool_call(name=fn.get("name"), args=raw, id=tc.get("id"),
-                                 error=f"unparsable arguments: {exc}")
+        return invalid_tool_call(
+            name=fn.get("name"), args=raw, id=tc.get("id"), error=f"unparsable arguments: {exc}"
+        )
     return tool_call(name=fn.get("name", ""), args=args, id=tc.get("id"))

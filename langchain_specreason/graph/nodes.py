@@ -48,19 +48,24 @@ class Parts:
     @property
     def stops(self) -> list[str]:
         """The stop strings of a step: the delimiter, and the end of thinking if any."""
-        return [self.config.delimiter] + ([self.fmt.thinking_end] if self.fmt.thinking_end
-                                          else [])
+        return [self.config.delimiter] + ([self.fmt.thinking_end] if self.fmt.thinking_end else [])
 
     def step_request(self, state: SpecReasonState, *, logprobs: bool = False) -> ChatRequest:
         """The request that writes the next step (either model; the budget caps it)."""
         cfg = self.config
         messages, cont = continue_messages(
-            to_openai_messages(state["messages"]), self.fmt, step_texts(state))
+            to_openai_messages(state["messages"]), self.fmt, step_texts(state)
+        )
         room = state.get("budget", cfg.budget) - state.get("tokens_used", 0)
         return ChatRequest(
-            messages=messages, max_tokens=max(1, min(cfg.step_max_tokens, room)),
-            continue_final=cont, stop=self.stops, temperature=cfg.temperature, top_p=cfg.top_p,
-            seed=cfg.seed, logprobs=logprobs,
+            messages=messages,
+            max_tokens=max(1, min(cfg.step_max_tokens, room)),
+            continue_final=cont,
+            stop=self.stops,
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            seed=cfg.seed,
+            logprobs=logprobs,
         )
 
 
@@ -72,15 +77,28 @@ async def start(state: SpecReasonState, *, parts: Parts) -> dict[str, Any]:
     budget = parts.config.budget
     if window is not None:
         budget = fitted_budget(parts.config, window, input_tokens)
-    return {"steps": [], "pending": None, "lookahead": None, "tokens_used": 0, "repeats": 0,
-            "stop": None if budget > 0 else "budget", "draft_down": None,
-            "budget": budget, "window": window,
-            "answer": "", "answer_tokens": 0, "answer_s": 0.0, "answer_prompt_tokens": 0,
-            "answer_finish": "", "input_tokens": input_tokens}
+    return {
+        "steps": [],
+        "pending": None,
+        "lookahead": None,
+        "tokens_used": 0,
+        "repeats": 0,
+        "stop": None if budget > 0 else "budget",
+        "draft_down": None,
+        "budget": budget,
+        "window": window,
+        "answer": "",
+        "answer_tokens": 0,
+        "answer_s": 0.0,
+        "answer_prompt_tokens": 0,
+        "answer_finish": "",
+        "input_tokens": input_tokens,
+    }
 
 
-async def _window_and_input(parts: Parts, conversation: list[dict[str, Any]],
-                            tools: list[dict[str, Any]] | None) -> tuple[int | None, int]:
+async def _window_and_input(
+    parts: Parts, conversation: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+) -> tuple[int | None, int]:
     """The smaller context window of the two servers and the conversation's tokens.
 
     ``(None, 0)`` when the endpoints do not report a window. A draft server that cannot be
@@ -104,27 +122,45 @@ async def _window_and_input(parts: Parts, conversation: list[dict[str, Any]],
     input_tokens = await parts.base.count_tokens(conversation, tools=tools)
     if input_tokens + PROMPT_RESERVE >= window:
         raise ContextLengthError(
-            parts.base.name, getattr(parts.base, "base_url", ""),
+            parts.base.name,
+            getattr(parts.base, "base_url", ""),
             f"the conversation has {input_tokens} tokens; the servers' context window is "
-            f"{window} (max_model_len); shorten it")
+            f"{window} (max_model_len); shorten it",
+        )
     return window, input_tokens
 
 
-async def _write_draft(parts: Parts, state: SpecReasonState, config: RunnableConfig,
-                       index: int, lookahead: bool = False) -> tuple[PendingStep, Completion]:
+async def _write_draft(
+    parts: Parts,
+    state: SpecReasonState,
+    config: RunnableConfig,
+    index: int,
+    lookahead: bool = False,
+) -> tuple[PendingStep, Completion]:
     request = parts.step_request(state, logprobs=True)  # the confidence judge reads them
     metadata: dict[str, Any] = {"specreason_step": index, "specreason_call": "draft"}
     if lookahead:
         metadata["specreason_lookahead"] = True
     done = await traced_call(
-        config, "draft_step", metadata,
-        {"messages": request.messages}, lambda: parts.draft.complete(request),
-        completion_outputs)
+        config,
+        "draft_step",
+        metadata,
+        {"messages": request.messages},
+        lambda: parts.draft.complete(request),
+        completion_outputs,
+    )
     text, finish = step_finish(done, parts.config.delimiter, parts.fmt.thinking_end)
     pending: PendingStep = {
-        "text": text, "finish": finish, "tokens": done.completion_tokens,
-        "draft_s": done.seconds, "score": None, "accept": None, "judge_s": 0.0,
-        "judge_prompt_tokens": 0, "judge_cached_tokens": None, "index": index,
+        "text": text,
+        "finish": finish,
+        "tokens": done.completion_tokens,
+        "draft_s": done.seconds,
+        "score": None,
+        "accept": None,
+        "judge_s": 0.0,
+        "judge_prompt_tokens": 0,
+        "judge_cached_tokens": None,
+        "index": index,
     }
     if done.token_logprobs is not None:
         pending["logprobs"] = [round(lp, 4) for lp in done.token_logprobs]
@@ -132,8 +168,7 @@ async def _write_draft(parts: Parts, state: SpecReasonState, config: RunnableCon
     return pending, done
 
 
-async def draft(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
-                ) -> dict[str, Any]:
+async def draft(state: SpecReasonState, config: RunnableConfig, *, parts: Parts) -> dict[str, Any]:
     """The draft model writes the next step (or it was written ahead, during the judge)."""
     index = len(state.get("steps") or [])
     update: dict[str, Any] = {"lookahead": None}
@@ -146,42 +181,58 @@ async def draft(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
         except EndpointError as exc:  # the base model alone can always finish the run
             if isinstance(exc, ContextLengthError):
                 raise  # the prompt itself is too long: the base cannot take it either
-            get_stream_writer()(Fallback(type="fallback", step=index,
-                                         endpoint=parts.draft.name, reason=str(exc)))
+            get_stream_writer()(
+                Fallback(type="fallback", step=index, endpoint=parts.draft.name, reason=str(exc))
+            )
             return {"lookahead": None, "pending": None, "draft_down": str(exc)}
         if index == 0:
             update["input_tokens"] = done.prompt_tokens
-    get_stream_writer()(Drafted(type="drafted", step=index, text=pending["text"],
-                                tokens=pending["tokens"], seconds=pending["draft_s"]))
+    get_stream_writer()(
+        Drafted(
+            type="drafted",
+            step=index,
+            text=pending["text"],
+            tokens=pending["tokens"],
+            seconds=pending["draft_s"],
+        )
+    )
     update["pending"] = pending
     return update
 
 
-async def _draft_ahead(parts: Parts, state: SpecReasonState, config: RunnableConfig
-                       ) -> PendingStep | None:
+async def _draft_ahead(
+    parts: Parts, state: SpecReasonState, config: RunnableConfig
+) -> PendingStep | None:
     """The next draft step as if ``pending`` is accepted (None when the trace would stop)."""
     pending = state["pending"]
     assert pending is not None
-    accepted = cast(SpecReasonState, {
-        **state, **apply_step(state, step_record(state, pending, "accepted"), parts.config)})
+    accepted = cast(
+        SpecReasonState,
+        {**state, **apply_step(state, step_record(state, pending, "accepted"), parts.config)},
+    )
     if next_node(accepted, parts.config) != "draft":
         return None
-    step, _ = await _write_draft(parts, accepted, config, len(accepted.get("steps") or []),
-                                 lookahead=True)
+    step, _ = await _write_draft(
+        parts, accepted, config, len(accepted.get("steps") or []), lookahead=True
+    )
     return step
 
 
 def _context(parts: Parts, state: SpecReasonState, pending: PendingStep) -> StepContext:
     return StepContext(
-        conversation=to_openai_messages(state["messages"]), steps=step_texts(state),
+        conversation=to_openai_messages(state["messages"]),
+        steps=step_texts(state),
         authors=[s["author"] for s in state.get("steps") or []],
-        step=pending["text"], request=parts.step_request(state),
-        step_logprobs=pending.get("logprobs"), step_tokens=pending.get("logprob_tokens"),
-        delimiter=parts.config.delimiter, thinking_end=parts.fmt.thinking_end)
+        step=pending["text"],
+        request=parts.step_request(state),
+        step_logprobs=pending.get("logprobs"),
+        step_tokens=pending.get("logprob_tokens"),
+        delimiter=parts.config.delimiter,
+        thinking_end=parts.fmt.thinking_end,
+    )
 
 
-async def judge(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
-                ) -> dict[str, Any]:
+async def judge(state: SpecReasonState, config: RunnableConfig, *, parts: Parts) -> dict[str, Any]:
     """The judge scores the draft step.
 
     With ``lookahead`` the draft model meanwhile writes the next step as if this one is
@@ -191,25 +242,43 @@ async def judge(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
     pending = state["pending"]
     assert pending is not None
     index = len(state.get("steps") or [])
-    judging = asyncio.ensure_future(traced_call(
-        config, "judge_step",
-        {"specreason_step": index, "specreason_call": "judge",
-         "specreason_judge": cfg.judge, "specreason_threshold": cfg.judge_threshold()},
-        {"step": pending["text"]},
-        lambda: parts.judge.judge(_context(parts, state, pending)),
-        lambda v: {"score": v.score, "decision": "accepted" if v.accept else "rewritten",
-                   "prompt_tokens": v.prompt_tokens, "cached_tokens": v.cached_tokens,
-                   **v.detail}))
-    ahead = (asyncio.ensure_future(_draft_ahead(parts, state, config)) if cfg.lookahead
-             else None)
+    judging = asyncio.ensure_future(
+        traced_call(
+            config,
+            "judge_step",
+            {
+                "specreason_step": index,
+                "specreason_call": "judge",
+                "specreason_judge": cfg.judge,
+                "specreason_threshold": cfg.judge_threshold(),
+            },
+            {"step": pending["text"]},
+            lambda: parts.judge.judge(_context(parts, state, pending)),
+            lambda v: {
+                "score": v.score,
+                "decision": "accepted" if v.accept else "rewritten",
+                "prompt_tokens": v.prompt_tokens,
+                "cached_tokens": v.cached_tokens,
+                **v.detail,
+            },
+        )
+    )
+    ahead = asyncio.ensure_future(_draft_ahead(parts, state, config)) if cfg.lookahead else None
     try:
         verdict = await judging
     except BaseException:
         if ahead is not None:
             ahead.cancel()
         raise
-    get_stream_writer()(Scored(type="scored", step=index, score=verdict.score,
-                               accepted=verdict.accept, seconds=verdict.seconds))
+    get_stream_writer()(
+        Scored(
+            type="scored",
+            step=index,
+            score=verdict.score,
+            accepted=verdict.accept,
+            seconds=verdict.seconds,
+        )
+    )
     lookahead = None
     if ahead is not None and verdict.accept:
         judged = time.perf_counter()
@@ -228,12 +297,19 @@ async def judge(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
     rewrite = None
     if verdict.rewrite is not None and not verdict.accept:
         rewrite = dataclasses.asdict(verdict.rewrite)
-    return {"pending": {**pending, "score": verdict.score, "accept": verdict.accept,
-                        "judge_s": verdict.seconds,
-                        "judge_prompt_tokens": verdict.prompt_tokens,
-                        "judge_cached_tokens": verdict.cached_tokens,
-                        "verdict": verdict.detail, "rewrite": rewrite},
-            "lookahead": lookahead}
+    return {
+        "pending": {
+            **pending,
+            "score": verdict.score,
+            "accept": verdict.accept,
+            "judge_s": verdict.seconds,
+            "judge_prompt_tokens": verdict.prompt_tokens,
+            "judge_cached_tokens": verdict.cached_tokens,
+            "verdict": verdict.detail,
+            "rewrite": rewrite,
+        },
+        "lookahead": lookahead,
+    }
 
 
 async def accept(state: SpecReasonState, *, parts: Parts) -> dict[str, Any]:
@@ -243,8 +319,9 @@ async def accept(state: SpecReasonState, *, parts: Parts) -> dict[str, Any]:
     return _join(parts, state, step_record(state, pending, "accepted"))
 
 
-async def rewrite(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
-                  ) -> dict[str, Any]:
+async def rewrite(
+    state: SpecReasonState, config: RunnableConfig, *, parts: Parts
+) -> dict[str, Any]:
     """The base model writes the step.
 
     The draft was rejected (or blank), or the step is one of the first
@@ -255,22 +332,42 @@ async def rewrite(state: SpecReasonState, config: RunnableConfig, *, parts: Part
     decision: Decision = "rewritten" if pending else "base"
     ready = pending.get("rewrite") if pending else None
     if ready:  # the judge already wrote the base step (the oracle)
-        done = Completion(text=ready["text"], finish_reason=ready["finish_reason"],
-                          stop_reason=ready["stop_reason"],
-                          completion_tokens=ready["tokens"], seconds=0.0)
+        done = Completion(
+            text=ready["text"],
+            finish_reason=ready["finish_reason"],
+            stop_reason=ready["stop_reason"],
+            completion_tokens=ready["tokens"],
+            seconds=0.0,
+        )
     else:
         request = parts.step_request(state)
         done = await traced_call(
-            config, "rewrite_step",
-            {"specreason_step": index, "specreason_call": "rewrite",
-             "specreason_decision": decision,
-             "specreason_score": pending["score"] if pending else None},
-            {"messages": request.messages}, lambda: parts.base.complete(request),
-            completion_outputs)
+            config,
+            "rewrite_step",
+            {
+                "specreason_step": index,
+                "specreason_call": "rewrite",
+                "specreason_decision": decision,
+                "specreason_score": pending["score"] if pending else None,
+            },
+            {"messages": request.messages},
+            lambda: parts.base.complete(request),
+            completion_outputs,
+        )
     text, finish = step_finish(done, parts.config.delimiter, parts.fmt.thinking_end)
-    update = _join(parts, state, step_record(
-        state, pending, decision, text=text, finish=finish,
-        base_tokens=done.completion_tokens, rewrite_s=done.seconds))
+    update = _join(
+        parts,
+        state,
+        step_record(
+            state,
+            pending,
+            decision,
+            text=text,
+            finish=finish,
+            base_tokens=done.completion_tokens,
+            rewrite_s=done.seconds,
+        ),
+    )
     if index == 0:
         update["input_tokens"] = done.prompt_tokens
     return update
@@ -280,9 +377,17 @@ def _join(parts: Parts, state: SpecReasonState, record: StepRecord) -> dict[str,
     update = apply_step(state, record, parts.config)
     writer = get_stream_writer()
     if update.get("stop") != "repeat":
-        writer(Step(type="step", step=record["index"], decision=record["decision"],
-                    author=record["author"], text=record["text"], score=record["score"],
-                    tokens=record["tokens"]))
+        writer(
+            Step(
+                type="step",
+                step=record["index"],
+                decision=record["decision"],
+                author=record["author"],
+                text=record["text"],
+                score=record["score"],
+                tokens=record["tokens"],
+            )
+        )
     if update.get("stop"):
         writer(Done(type="done", reason=update["stop"]))
     return update

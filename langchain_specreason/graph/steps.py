@@ -52,8 +52,13 @@ def step_texts(state: SpecReasonState) -> list[str]:
 
 
 def step_record(
-    state: SpecReasonState, pending: PendingStep | None, decision: Decision, *,
-    text: str | None = None, finish: str | None = None, base_tokens: int = 0,
+    state: SpecReasonState,
+    pending: PendingStep | None,
+    decision: Decision,
+    *,
+    text: str | None = None,
+    finish: str | None = None,
+    base_tokens: int = 0,
     rewrite_s: float = 0.0,
 ) -> StepRecord:
     """The record of the next step of the trace.
@@ -78,8 +83,9 @@ def step_record(
         "rewrite_s": rewrite_s,
         "judge_prompt_tokens": pending["judge_prompt_tokens"] if pending else 0,
         "judge_cached_tokens": pending["judge_cached_tokens"] if pending else None,
-        "finish": finish if by_base and finish is not None else
-                  (pending["finish"] if pending else "end"),
+        "finish": finish
+        if by_base and finish is not None
+        else (pending["finish"] if pending else "end"),
         "verdict": (pending.get("verdict") or {}) if pending else {},
     }
     if pending and not by_base and "draft_hidden_s" in pending:
@@ -99,7 +105,7 @@ def apply_step(
     steps = list(state.get("steps") or [])
     norm = _SPACES.sub(" ", record["text"]).strip()
     if config.repeat_window and norm:
-        recent = {_SPACES.sub(" ", s["text"]).strip() for s in steps[-config.repeat_window:]}
+        recent = {_SPACES.sub(" ", s["text"]).strip() for s in steps[-config.repeat_window :]}
         if norm in recent:
             return {"pending": None, "stop": "repeat", "repeats": state.get("repeats", 0) + 1}
     used = state.get("tokens_used", 0) + record["tokens"]

@@ -121,5 +121,8 @@ def _call(item: Any, tool_names: Collection[str]) -> dict[str, Any] | None:
         args = _load(args)
     if not isinstance(args, dict):
         return None
-    return {"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
-            "function": {"name": name, "arguments": json.dumps(args)}}
+    return {
+        "id": f"call_{uuid.uuid4().hex[:24]}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(args)},
+    }

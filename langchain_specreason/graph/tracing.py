@@ -23,8 +23,10 @@ async def traced_call(
 ) -> T:
     """Run one server call as a child run (LangSmith shows one per call, with ``metadata``)."""
     manager = AsyncCallbackManager.configure(
-        inheritable_callbacks=config.get("callbacks"), local_metadata=metadata,
-        local_tags=["specreason"])
+        inheritable_callbacks=config.get("callbacks"),
+        local_metadata=metadata,
+        local_tags=["specreason"],
+    )
     run = await manager.on_chain_start({"name": name}, inputs, name=name)
     try:
         result = await call()
@@ -37,6 +39,11 @@ async def traced_call(
 
 def completion_outputs(done: Completion) -> dict[str, Any]:
     """What a traced completion shows as its outputs."""
-    return {"text": done.text, "finish_reason": done.finish_reason,
-            "completion_tokens": done.completion_tokens, "prompt_tokens": done.prompt_tokens,
-            "cached_tokens": done.cached_tokens, "seconds": round(done.seconds, 4)}
+    return {
+        "text": done.text,
+        "finish_reason": done.finish_reason,
+        "completion_tokens": done.completion_tokens,
+        "prompt_tokens": done.prompt_tokens,
+        "cached_tokens": done.cached_tokens,
+        "seconds": round(done.seconds, 4),
+    }

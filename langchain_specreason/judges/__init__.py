@@ -15,8 +15,8 @@ with ``async judge(ctx) -> Verdict`` to :func:`~..graph.create_specreason_graph`
 router (:class:`~..arbitrage.router.RouterJudge`) and the oracle are judges too.
 """
 
-from .base import Judge, Rewrite, Score, StepContext, StepScorer, Verdict
 from .arithmetic import ArithmeticJudge
+from .base import Judge, Rewrite, Score, StepContext, StepScorer, Verdict
 from .cascade import REJECTED_BY_CHECK, CascadeJudge
 from .likelihood import ConfidenceJudge, LikelihoodJudge, LikelihoodScorer
 from .registry import make_judge

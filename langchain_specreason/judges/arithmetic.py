@@ -40,7 +40,14 @@ from typing import Literal, NamedTuple
 
 from .base import StepContext, Verdict
 
-__all__ = ["ArithmeticCheck", "ArithmeticJudge", "Equation", "check_step", "find_equations", "safe_eval"]
+__all__ = [
+    "ArithmeticCheck",
+    "ArithmeticJudge",
+    "Equation",
+    "check_step",
+    "find_equations",
+    "safe_eval",
+]
 
 
 @dataclass(frozen=True)
@@ -139,7 +146,8 @@ def _tokenize(text: str) -> list[_Tok]:
             # a chat special token (<|im_end|>) separates like a line break: a step that forges
             # the end of its turn right after a result does not hide that result
             norm = {"num": tok.replace("{,}", "").replace(",", ""), "nl": "\n"}.get(
-                kind, _OPS.get(kind, tok))
+                kind, _OPS.get(kind, tok)
+            )
             add(m, ("op" if kind in _OPS else "other" if kind == "nl" else kind, norm))
     for i in range(1, len(toks) - 1):  # "3 x 4" is a product, "2x + 3" or "x = 7" is not
         a, t, b = toks[i - 1], toks[i], toks[i + 1]
@@ -272,8 +280,12 @@ class ArithmeticJudge:
         check = check_step(ctx.step)
         score = {"wrong": 0.0, "unsure": 0.5, "right": 1.0}[check.verdict]
         return Verdict(
-            score=score, accept=check.verdict != "wrong",
+            score=score,
+            accept=check.verdict != "wrong",
             seconds=time.perf_counter() - start,
-            detail={"arithmetic": check.verdict, "equations": check.checked,
-                    "wrong": [eq.text for eq in check.wrong]},
+            detail={
+                "arithmetic": check.verdict,
+                "equations": check.checked,
+                "wrong": [eq.text for eq in check.wrong],
+            },
         )

@@ -48,8 +48,9 @@ class StepContext:
                 content = message.get("content")
                 if isinstance(content, str):
                     return content
-                return " ".join(str(part.get("text", "")) for part in content or []
-                                if isinstance(part, dict))
+                return " ".join(
+                    str(part.get("text", "")) for part in content or [] if isinstance(part, dict)
+                )
         return ""
 
 

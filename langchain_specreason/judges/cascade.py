@@ -30,11 +30,19 @@ class CascadeJudge:
             seconds += verdict.seconds
             detail.update(verdict.detail)
             if not verdict.accept:
-                return Verdict(score=REJECTED_BY_CHECK, accept=False, seconds=seconds,
-                               detail={**detail, "decided_by": "check"})
+                return Verdict(
+                    score=REJECTED_BY_CHECK,
+                    accept=False,
+                    seconds=seconds,
+                    detail={**detail, "decided_by": "check"},
+                )
         verdict = await self.judge_.judge(ctx)
-        return Verdict(score=verdict.score, accept=verdict.accept,
-                       seconds=seconds + verdict.seconds, prompt_tokens=verdict.prompt_tokens,
-                       cached_tokens=verdict.cached_tokens,
-                       detail={**detail, **verdict.detail, "decided_by": "judge"},
-                       rewrite=verdict.rewrite)
+        return Verdict(
+            score=verdict.score,
+            accept=verdict.accept,
+            seconds=seconds + verdict.seconds,
+            prompt_tokens=verdict.prompt_tokens,
+            cached_tokens=verdict.cached_tokens,
+            detail={**detail, **verdict.detail, "decided_by": "judge"},
+            rewrite=verdict.rewrite,
+        )

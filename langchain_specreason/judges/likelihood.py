@@ -36,8 +36,9 @@ MATH_CHARS = frozenset("0123456789+-*/=×÷·%$")
 """A token holding one of these is a *math token* (the ``math`` aggregate reads only those)."""
 
 
-def aggregate(logprobs: Sequence[float], how: Aggregate,
-              tokens: Sequence[str | None] | None = None) -> float:
+def aggregate(
+    logprobs: Sequence[float], how: Aggregate, tokens: Sequence[str | None] | None = None
+) -> float:
     """One score from token log-probabilities (an empty step scores 0: nothing unlikely).
 
     ``math`` needs the tokens' text: the least likely token holding a digit or an operator;
@@ -47,8 +48,11 @@ def aggregate(logprobs: Sequence[float], how: Aggregate,
     if how == "math":
         if tokens is None:
             raise ValueError("the math aggregate needs the tokens' text")
-        maths = [lp for lp, tok in zip(logprobs, tokens, strict=True)
-                 if tok and MATH_CHARS.intersection(tok)]
+        maths = [
+            lp
+            for lp, tok in zip(logprobs, tokens, strict=True)
+            if tok and MATH_CHARS.intersection(tok)
+        ]
         logprobs = maths or list(logprobs)
         how = "min"
     if not logprobs:
@@ -71,22 +75,30 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 class LikelihoodScorer:
     """Rates a step by a served model's log-probabilities of its tokens after the prefix."""
 
-    def __init__(self, endpoint: TokenScorer, fmt: PromptFormat, *,
-                 how: Aggregate = "mean", read_cache: bool = True) -> None:
+    def __init__(
+        self,
+        endpoint: TokenScorer,
+        fmt: PromptFormat,
+        *,
+        how: Aggregate = "mean",
+        read_cache: bool = True,
+    ) -> None:
         self.endpoint = endpoint
         self.fmt = fmt
         self.how = how
         self.read_cache = read_cache
         self._prefixes: OrderedDict[str, list[int]] = OrderedDict()
-        self._seen: OrderedDict[tuple[int, ...],
-                                tuple[list[float | None], list[str | None]]] = OrderedDict()
+        self._seen: OrderedDict[tuple[int, ...], tuple[list[float | None], list[str | None]]] = (
+            OrderedDict()
+        )
 
     async def _ids(self, conversation: list[dict[str, Any]], steps: Sequence[str]) -> list[int]:
         messages, cont = continue_messages(conversation, self.fmt, steps)
         return await self.endpoint.tokenize(messages, continue_final=cont)
 
-    async def _prefix_ids(self, conversation: list[dict[str, Any]],
-                          steps: Sequence[str]) -> list[int]:
+    async def _prefix_ids(
+        self, conversation: list[dict[str, Any]], steps: Sequence[str]
+    ) -> list[int]:
         key = repr((conversation, list(steps)))
         ids = self._prefixes.get(key)
         if ids is None:
@@ -96,8 +108,9 @@ class LikelihoodScorer:
                 self._prefixes.popitem(last=False)
         return ids
 
-    def _remember(self, ids: list[int], logprobs: list[float | None],
-                  tokens: list[str | None]) -> None:
+    def _remember(
+        self, ids: list[int], logprobs: list[float | None], tokens: list[str | None]
+    ) -> None:
         self._seen[tuple(ids)] = (logprobs, tokens)
         while len(self._seen) > 32:
             self._seen.popitem(last=False)
@@ -105,8 +118,11 @@ class LikelihoodScorer:
     def _recall(self, ids: list[int], position: int) -> tuple[float | None, str | None]:
         """``ids[position]``'s logprob and text from an earlier call that computed it."""
         for seen, (logprobs, tokens) in reversed(self._seen.items()):
-            if (len(seen) > position and logprobs[position] is not None
-                    and common_prefix(seen, ids) > position):
+            if (
+                len(seen) > position
+                and logprobs[position] is not None
+                and common_prefix(seen, ids) > position
+            ):
                 return logprobs[position], tokens[position]
         return None, None
 
@@ -125,17 +141,21 @@ class LikelihoodScorer:
             if logprobs[position] is None:
                 logprobs[position], tokens[position] = self._recall(full, position)
         seconds, recomputed, skipped_first = done.seconds, False, False
-        if (self.how == "math" and logprobs[start] is None
-                and all(lp is not None for lp in logprobs[start + 1:])):
+        if (
+            self.how == "math"
+            and logprobs[start] is None
+            and all(lp is not None for lp in logprobs[start + 1 :])
+        ):
             # The cache ended exactly where the step begins: vLLM computed no logprob for the
             # step's first token (it needs the hidden state of the cached position before).
             # Its text is the step minus the other tokens' text; a word can be skipped here.
-            rest = "".join(t or "" for t in tokens[start + 1:])
+            rest = "".join(t or "" for t in tokens[start + 1 :])
             first = step[: len(step) - len(rest)] if step.endswith(rest) else None
             if first is not None and not MATH_CHARS.intersection(first):
                 tokens[start], skipped_first = first, True
-        missing = any(lp is None for lp in logprobs[start + 1:]) or (
-            logprobs[start] is None and not skipped_first)
+        missing = any(lp is None for lp in logprobs[start + 1 :]) or (
+            logprobs[start] is None and not skipped_first
+        )
         if missing:
             # cached by a call this scorer did not see: score the prompt without the cache
             done = await self.endpoint.prompt_logprobs(full, read_cache=False)
@@ -144,12 +164,16 @@ class LikelihoodScorer:
             tokens = list(done.tokens) or [None] * len(logprobs)
         self._remember(full, logprobs, tokens)
         self._prefixes[repr((conversation, [*steps, step]))] = full
-        pairs = [(lp, tok) for lp, tok in zip(logprobs[start:], tokens[start:], strict=True)
-                 if lp is not None]
+        pairs = [
+            (lp, tok)
+            for lp, tok in zip(logprobs[start:], tokens[start:], strict=True)
+            if lp is not None
+        ]
         values = [lp for lp, _ in pairs]
         texts = [tok for _, tok in pairs]
         detail: dict[str, Any] = {
-            "aggregate": self.how, "step_tokens": len(full) - start,
+            "aggregate": self.how,
+            "step_tokens": len(full) - start,
             "mean_logprob": round(aggregate(values, "mean"), 4),
             "min_logprob": round(aggregate(values, "min"), 4),
             "math_logprob": round(aggregate(values, "math", texts), 4),
@@ -160,25 +184,35 @@ class LikelihoodScorer:
             detail["recomputed"] = True
         if skipped_first:
             detail["first_token_unscored"] = True
-        return Score(value=aggregate(values, self.how, texts), seconds=seconds,
-                     prompt_tokens=done.prompt_tokens, cached_tokens=done.cached_tokens,
-                     detail=detail)
+        return Score(
+            value=aggregate(values, self.how, texts),
+            seconds=seconds,
+            prompt_tokens=done.prompt_tokens,
+            cached_tokens=done.cached_tokens,
+            detail=detail,
+        )
 
 
 class LikelihoodJudge:
     """``likelihood``: keep the step when the base model finds it likely enough."""
 
-    def __init__(self, endpoint: TokenScorer, fmt: PromptFormat, *, threshold: float,
-                 how: Aggregate = "mean") -> None:
+    def __init__(
+        self, endpoint: TokenScorer, fmt: PromptFormat, *, threshold: float, how: Aggregate = "mean"
+    ) -> None:
         self.scorer = LikelihoodScorer(endpoint, fmt, how=how)
         self.threshold = threshold
 
     async def judge(self, ctx: StepContext) -> Verdict:
         """Score the step's tokens under the base model and compare with the threshold."""
         s = await self.scorer.score(ctx.conversation, ctx.steps, ctx.step)
-        return Verdict(score=s.value, accept=s.value >= self.threshold, seconds=s.seconds,
-                       prompt_tokens=s.prompt_tokens, cached_tokens=s.cached_tokens,
-                       detail=s.detail)
+        return Verdict(
+            score=s.value,
+            accept=s.value >= self.threshold,
+            seconds=s.seconds,
+            prompt_tokens=s.prompt_tokens,
+            cached_tokens=s.cached_tokens,
+            detail=s.detail,
+        )
 
 
 class ConfidenceJudge:
@@ -201,7 +235,13 @@ class ConfidenceJudge:
         if ctx.step_tokens is not None and len(ctx.step_tokens) == len(values):
             texts = list(ctx.step_tokens)
         value = aggregate(values, self.how, texts)
-        return Verdict(score=value, accept=value >= self.threshold,
-                       detail={"aggregate": self.how, "step_tokens": len(values),
-                               "mean_logprob": round(aggregate(values, "mean"), 4),
-                               "min_logprob": round(aggregate(values, "min"), 4)})
+        return Verdict(
+            score=value,
+            accept=value >= self.threshold,
+            detail={
+                "aggregate": self.how,
+                "step_tokens": len(values),
+                "mean_logprob": round(aggregate(values, "mean"), 4),
+                "min_logprob": round(aggregate(values, "min"), 4),
+            },
+        )

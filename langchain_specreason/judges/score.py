@@ -84,7 +84,10 @@ def quote_step(text: str) -> str:
 
 
 def judge_messages(
-    conversation: list[dict[str, Any]], fmt: PromptFormat, steps: Sequence[str], step: str,
+    conversation: list[dict[str, Any]],
+    fmt: PromptFormat,
+    steps: Sequence[str],
+    step: str,
     wording: Wording = "short",
 ) -> list[dict[str, Any]]:
     """The judge prompt: the reply so far (thinking left open), the question, the prefill."""
@@ -100,9 +103,15 @@ def judge_messages(
 class BaseModelScorer:
     """The base model rates a step 0-9 in one forward pass (one token, top logprobs)."""
 
-    def __init__(self, endpoint: Endpoint, fmt: PromptFormat, *,
-                 method: ScoreMethod = "greedy", top_logprobs: int = 10,
-                 wording: Wording = "short") -> None:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        fmt: PromptFormat,
+        *,
+        method: ScoreMethod = "greedy",
+        top_logprobs: int = 10,
+        wording: Wording = "short",
+    ) -> None:
         self.endpoint = endpoint
         self.fmt = fmt
         self.method = method
@@ -113,20 +122,28 @@ class BaseModelScorer:
         self, conversation: list[dict[str, Any]], steps: Sequence[str], step: str
     ) -> Score:
         """Ask the base model for one token and read the score from it."""
-        done = await self.endpoint.complete(ChatRequest(
-            messages=judge_messages(conversation, self.fmt, steps, step, self.wording),
-            max_tokens=1, continue_final=True, temperature=0.0,
-            top_logprobs=self.top_logprobs,
-        ))
+        done = await self.endpoint.complete(
+            ChatRequest(
+                messages=judge_messages(conversation, self.fmt, steps, step, self.wording),
+                max_tokens=1,
+                continue_final=True,
+                temperature=0.0,
+                top_logprobs=self.top_logprobs,
+            )
+        )
         if self.method == "average":
             value = average_score(done.top_logprobs)
         else:
             value = greedy_score(done.text)
         return Score(
-            value=value, seconds=done.seconds, prompt_tokens=done.prompt_tokens,
+            value=value,
+            seconds=done.seconds,
+            prompt_tokens=done.prompt_tokens,
             cached_tokens=done.cached_tokens,
-            detail={"token": done.text,
-                    "top_logprobs": [[t, round(lp, 4)] for t, lp in done.top_logprobs[:10]]},
+            detail={
+                "token": done.text,
+                "top_logprobs": [[t, round(lp, 4)] for t, lp in done.top_logprobs[:10]],
+            },
         )
 
 
@@ -143,14 +160,19 @@ class BaseModelJudge:
         top_logprobs: int = 10,
         wording: Wording = "short",
     ) -> None:
-        self.scorer = BaseModelScorer(endpoint, fmt, method=method, top_logprobs=top_logprobs,
-                                      wording=wording)
+        self.scorer = BaseModelScorer(
+            endpoint, fmt, method=method, top_logprobs=top_logprobs, wording=wording
+        )
         self.threshold = threshold
 
     async def judge(self, ctx: StepContext) -> Verdict:
         """Score the draft step with the base model and compare with the threshold."""
         s = await self.scorer.score(ctx.conversation, ctx.steps, ctx.step)
         return Verdict(
-            score=s.value, accept=s.value >= self.threshold, seconds=s.seconds,
-            prompt_tokens=s.prompt_tokens, cached_tokens=s.cached_tokens, detail=s.detail,
+            score=s.value,
+            accept=s.value >= self.threshold,
+            seconds=s.seconds,
+            prompt_tokens=s.prompt_tokens,
+            cached_tokens=s.cached_tokens,
+            detail=s.detail,
         )

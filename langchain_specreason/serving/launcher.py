@@ -61,8 +61,10 @@ def resolve_model(model: str, *, fetch_missing: bool = True) -> str:
     if model.startswith("router:"):
         folder = router_dir(model.removeprefix("router:"))
         if fetch_missing and not (folder / ROUTER_CONFIG).is_file():
-            raise ServeError(f"no trained router at {folder}; make one with `specreason "
-                             f"arbitrage train --out {folder}` (or pass --router-model DIR)")
+            raise ServeError(
+                f"no trained router at {folder}; make one with `specreason "
+                f"arbitrage train --out {folder}` (or pass --router-model DIR)"
+            )
         return str(folder)
     return model
 
@@ -83,11 +85,24 @@ def expand_args(args: Iterable[str], *, fetch_missing: bool = True) -> list[str]
 def server_command(spec: ServerSpec, device: str, *, fetch_missing: bool = True) -> list[str]:
     """The command line that starts ``spec`` (CPU: module entry point; GPU: ``vllm serve``)."""
     model = resolve_model(spec.model, fetch_missing=fetch_missing)
-    common = ["--served-model-name", spec.served_name, "--host", spec.host,
-              "--port", str(spec.port), *expand_args(spec.args, fetch_missing=fetch_missing)]
+    common = [
+        "--served-model-name",
+        spec.served_name,
+        "--host",
+        spec.host,
+        "--port",
+        str(spec.port),
+        *expand_args(spec.args, fetch_missing=fetch_missing),
+    ]
     if device == "cpu":
-        return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
-                *common]
+        return [
+            sys.executable,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            model,
+            *common,
+        ]
     return ["vllm", "serve", model, *common]
 
 
@@ -179,8 +194,9 @@ class Launcher:
         self.plan: ReplicaPlan | None = None
         """The replicas and routers when ``replicas`` > 1 (checked here: ConfigError)."""
         if replicas != 1 or replica_port is not None:
-            self.plan = plan_replicas(profile, replicas, roles=roles, policy=router_policy,
-                                      replica_port=replica_port)
+            self.plan = plan_replicas(
+                profile, replicas, roles=roles, policy=router_policy, replica_port=replica_port
+            )
         self.log_dir = log_dir or cache_root() / "logs" / profile.name
         self.startup_timeout = startup_timeout
         self.echo = echo
@@ -231,8 +247,10 @@ class Launcher:
             env = server_env(spec, self.profile.device, api_key=self._api_key)
             warning = check_exposure(spec.role, spec.host, env, spec.args)
             if warning and env.pop(DEV_MODE_ENV, None) is not None:
-                warning += (f"; {DEV_MODE_ENV} is off for it (its admin routes would be open "
-                            "to anyone: /reset_prefix_cache is not served)")
+                warning += (
+                    f"; {DEV_MODE_ENV} is off for it (its admin routes would be open "
+                    "to anyone: /reset_prefix_cache is not served)"
+                )
             if warning and warning not in self._warned:
                 self._warned.add(warning)
                 print(warning, file=sys.stderr, flush=True)
@@ -251,21 +269,30 @@ class Launcher:
         specs = self._specs()
         envs = self.check_exposure(specs)
         if self.profile.device == "gpu" and shutil.which("vllm") is None:
-            raise ServeError("GPU profiles need the `vllm` command: pip install "
-                             "'langchain-specreason[gpu]'")
+            raise ServeError(
+                "GPU profiles need the `vllm` command: pip install 'langchain-specreason[gpu]'"
+            )
         if self.profile.device == "cpu":
             try:
                 import vllm  # noqa: F401
             except ImportError:
-                raise ServeError("CPU profiles need vLLM's CPU build: pip install "
-                                 "'langchain-specreason[cpu]' (or run `make venv`)") from None
-        ports = ([(s.host, s.port) for s in specs] if self.plan is None
-                 else self.plan.ports() + [(s.host, s.port) for s in specs])
+                raise ServeError(
+                    "CPU profiles need vLLM's CPU build: pip install "
+                    "'langchain-specreason[cpu]' (or run `make venv`)"
+                ) from None
+        ports = (
+            [(s.host, s.port) for s in specs]
+            if self.plan is None
+            else self.plan.ports() + [(s.host, s.port) for s in specs]
+        )
         for host, port in dict.fromkeys(ports):
             check_port_free(host, port)
         commands = [server_command(s, self.profile.device) for s in specs]
-        routers = ([] if self.plan is None else
-                   [(r, router_command(r)) for r in self.plan.routers.values()])
+        routers = (
+            []
+            if self.plan is None
+            else [(r, router_command(r)) for r in self.plan.routers.values()]
+        )
         self.log_dir.mkdir(parents=True, exist_ok=True)
         atexit.register(self.stop)
         try:
@@ -275,32 +302,59 @@ class Launcher:
                 if replica:
                     numbers[spec.role] = numbers.get(spec.role, 0) + 1
                 number = numbers.get(spec.role) if replica else None
-                self._spawn(cmd, env, self.log_path(spec.role, number), role=spec.role,
-                            url=spec.url, what=spec.served_name, public=not replica,
-                            label=f"{spec.role} replica {number}" if replica else spec.role)
+                self._spawn(
+                    cmd,
+                    env,
+                    self.log_path(spec.role, number),
+                    role=spec.role,
+                    url=spec.url,
+                    what=spec.served_name,
+                    public=not replica,
+                    label=f"{spec.role} replica {number}" if replica else spec.role,
+                )
             if self.plan is None:
                 self._wait_healthy()
                 return self
             self._wait_healthy(list(self._running))
             started = len(self._running)
             for router, cmd in routers:
-                self._spawn(cmd, dict(os.environ), self.router_log_path(router.role),
-                            role=router.role, url=router.url, what="vllm-router",
-                            label=f"{router.role} router")
+                self._spawn(
+                    cmd,
+                    dict(os.environ),
+                    self.router_log_path(router.role),
+                    role=router.role,
+                    url=router.url,
+                    what="vllm-router",
+                    label=f"{router.role} router",
+                )
             self._wait_healthy(self._running[started:])
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _spawn(self, cmd: list[str], env: dict[str, str], log_path: Path, *, role: Role,
-               url: str, what: str, public: bool = True, label: str = "") -> None:
+    def _spawn(
+        self,
+        cmd: list[str],
+        env: dict[str, str],
+        log_path: Path,
+        *,
+        role: Role,
+        url: str,
+        what: str,
+        public: bool = True,
+        label: str = "",
+    ) -> None:
         log_file = log_path.open("wb")
         log_file.write(("$ " + " ".join(redact_args(cmd)) + "\n").encode())
         log_file.flush()
         proc = subprocess.Popen(
-            cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=env, start_new_session=True,
+            cmd,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
         )
         self._running.append(_Running(role, url, what, proc, log_path, log_file, public, label))
 
@@ -324,9 +378,11 @@ class Launcher:
                             if self.echo:
                                 # routers and single servers on stdout (`role: url`, what
                                 # clients read); replicas on stderr
-                                print(f"{run.role if run.public else run.label}: "
-                                      f"{run.url}", flush=True,
-                                      file=sys.stdout if run.public else sys.stderr)
+                                print(
+                                    f"{run.role if run.public else run.label}: {run.url}",
+                                    flush=True,
+                                    file=sys.stdout if run.public else sys.stderr,
+                                )
                 if pending and time.monotonic() > deadline:
                     names = ", ".join(r.label for r in pending)
                     raise ServeError(
@@ -370,13 +426,18 @@ class Launcher:
                     alive[run.role] = alive.get(run.role, 0) + 1
                 continue
             if run.public:
-                raise ServerDiedError(f"{run.label} server exited with code {code}: "
-                                      f"{_last_error(run.log_path)} (log: {run.log_path})")
+                raise ServerDiedError(
+                    f"{run.label} server exited with code {code}: "
+                    f"{_last_error(run.log_path)} (log: {run.log_path})"
+                )
             if run.proc.pid not in self._dead_reported:
                 self._dead_reported.add(run.proc.pid)
-                print(f"{run.label} ({run.url}) exited with code {code}; its router sends "
-                      f"its requests to the other replicas (log: {run.log_path})",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"{run.label} ({run.url}) exited with code {code}; its router sends "
+                    f"its requests to the other replicas (log: {run.log_path})",
+                    file=sys.stderr,
+                    flush=True,
+                )
         for role in self.replica_urls:
             if not alive.get(role):
                 raise ServerDiedError(f"every {role} replica has exited (logs in {self.log_dir})")
@@ -395,8 +456,9 @@ class Launcher:
 def _last_error(log_path: Path) -> str:
     """The most telling line of a server log: the last error-looking line, else the last line."""
     try:
-        lines = [ln.strip() for ln in log_path.read_text(errors="replace").splitlines()
-                 if ln.strip()]
+        lines = [
+            ln.strip() for ln in log_path.read_text(errors="replace").splitlines() if ln.strip()
+        ]
     except OSError:
         return "no log"
     for line in reversed(lines):

@@ -58,10 +58,12 @@ class ServerSpec:
     """Extra environment variables for the server process."""
 
     def __repr__(self) -> str:  # secrets in args or env never show in a traceback or a log
-        return (f"ServerSpec(role={self.role!r}, model={self.model!r}, "
-                f"served_name={self.served_name!r}, port={self.port!r}, host={self.host!r}, "
-                f"args={tuple(redact_args(self.args))!r}, "
-                f"env={tuple(redact_env(dict(self.env)).items())!r})")
+        return (
+            f"ServerSpec(role={self.role!r}, model={self.model!r}, "
+            f"served_name={self.served_name!r}, port={self.port!r}, host={self.host!r}, "
+            f"args={tuple(redact_args(self.args))!r}, "
+            f"env={tuple(redact_env(dict(self.env)).items())!r})"
+        )
 
     @property
     def url(self) -> str:
@@ -172,12 +174,12 @@ def load_profile(
         if extra_args and extra_args.get(role):
             overrides[role]["args"] = servers[role].args + tuple(extra_args[role])
         if extra_env and extra_env.get(role):
-            overrides[role]["env"] = tuple({**dict(servers[role].env),
-                                            **extra_env[role]}.items())
+            overrides[role]["env"] = tuple({**dict(servers[role].env), **extra_env[role]}.items())
         servers[role] = replace(servers[role], **overrides[role])  # type: ignore[arg-type]
-    if servers["draft"].port == servers["base"].port and servers["draft"].host == servers[
-        "base"
-    ].host:
+    if (
+        servers["draft"].port == servers["base"].port
+        and servers["draft"].host == servers["base"].host
+    ):
         raise ConfigError(f"draft and base servers cannot share port {servers['base'].port}")
     router = None
     section = data.get("router")
@@ -185,9 +187,11 @@ def load_profile(
         if not isinstance(section, dict) or "model" not in section or "port" not in section:
             raise ConfigError(f"profile {path.stem!r}: [router] needs at least model and port")
         router = ServerSpec(
-            role="router", model=router_model or str(section["model"]),
+            role="router",
+            model=router_model or str(section["model"]),
             served_name=str(section.get("served_name", "router")),
-            port=router_port or int(section["port"]), host=host or section.get("host", "127.0.0.1"),
+            port=router_port or int(section["port"]),
+            host=host or section.get("host", "127.0.0.1"),
             args=tuple(str(a) for a in section.get("args", [])),
             env=tuple((str(k), str(v)) for k, v in section.get("env", {}).items()),
         )

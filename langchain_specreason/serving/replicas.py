@@ -51,17 +51,26 @@ REPLICA_PORT_OFFSET = 100
 FAILOVER_FLAGS: tuple[str, ...] = (
     # a failed attempt is retried (5 attempts, 100 ms backoff growing 1.5x); the circuit
     # breaker of a replica opens after 3 failures, so attempts 4 and 5 go to another replica
-    "--retry-max-retries", "5",
-    "--retry-initial-backoff-ms", "100",
-    "--cb-failure-threshold", "3",
-    "--cb-timeout-duration-secs", "30",
+    "--retry-max-retries",
+    "5",
+    "--retry-initial-backoff-ms",
+    "100",
+    "--cb-failure-threshold",
+    "3",
+    "--cb-timeout-duration-secs",
+    "30",
     # a dead replica is marked unhealthy within ~10 s even when no request finds it
-    "--health-check-endpoint", "/health",
-    "--health-check-interval-secs", "5",
-    "--health-failure-threshold", "2",
-    "--health-success-threshold", "1",
+    "--health-check-endpoint",
+    "/health",
+    "--health-check-interval-secs",
+    "5",
+    "--health-failure-threshold",
+    "2",
+    "--health-success-threshold",
+    "1",
     # generations may be long: as the client's own generation timeout
-    "--request-timeout-secs", "1800",
+    "--request-timeout-secs",
+    "1800",
 )
 
 
@@ -131,18 +140,23 @@ def plan_replicas(
         raise ConfigError(f"--router-policy must be one of {', '.join(POLICIES)}, not {policy!r}")
     pooled = [r for r in roles if r in ("draft", "base")]
     if "router" in roles or not pooled:
-        raise ConfigError("--replicas applies to the draft and base servers; the Arbitrage "
-                          "router server is not replicated (drop --only router)")
+        raise ConfigError(
+            "--replicas applies to the draft and base servers; the Arbitrage "
+            "router server is not replicated (drop --only router)"
+        )
     first = replica_port if replica_port is not None else profile.draft.port + REPLICA_PORT_OFFSET
     last = first + len(pooled) * replicas + len(pooled) - 1
     if first < 1024 or last > 65535:
-        raise ConfigError(f"replica ports {first}-{last} are outside 1024-65535; pick another "
-                          "--replica-port")
+        raise ConfigError(
+            f"replica ports {first}-{last} are outside 1024-65535; pick another --replica-port"
+        )
     taken = {s.port: s.role for s in profile.servers()}
     clash = sorted(p for p in range(first, last + 1) if p in taken)
     if clash:
-        raise ConfigError(f"replica ports {first}-{last} overlap the {taken[clash[0]]} server's "
-                          f"port {clash[0]}; pick another --replica-port")
+        raise ConfigError(
+            f"replica ports {first}-{last} overlap the {taken[clash[0]]} server's "
+            f"port {clash[0]}; pick another --replica-port"
+        )
     specs: dict[Role, tuple[ServerSpec, ...]] = {}
     port = first
     for role in pooled:
@@ -153,8 +167,13 @@ def plan_replicas(
     for role in pooled:
         spec = profile.draft if role == "draft" else profile.base
         routers[role] = RouterSpec(
-            role=role, port=spec.port, metrics_port=port, policy=policy, host=spec.host,
-            workers=tuple(_root(s) for s in specs[role]))
+            role=role,
+            port=spec.port,
+            metrics_port=port,
+            policy=policy,
+            host=spec.host,
+            workers=tuple(_root(s) for s in specs[role]),
+        )
         port += 1
     return ReplicaPlan(specs, routers)
 
@@ -169,8 +188,10 @@ def router_executable() -> str:
     here = Path(sys.executable).with_name("vllm-router")
     found = str(here) if here.is_file() else shutil.which("vllm-router")
     if found is None:
-        raise ServeError("--replicas needs vLLM's router: pip install "
-                         "'langchain-specreason[scale]' (the vllm-router package)")
+        raise ServeError(
+            "--replicas needs vLLM's router: pip install "
+            "'langchain-specreason[scale]' (the vllm-router package)"
+        )
     return found
 
 
@@ -178,9 +199,17 @@ def router_command(router: RouterSpec, *, executable: str | None = None) -> list
     """The command line of ``router`` (no secret: the router forwards the client's key)."""
     return [
         executable or router_executable(),
-        "--host", router.host, "--port", str(router.port),
-        "--worker-urls", *router.workers,
-        "--policy", router.policy,
-        "--prometheus-host", "127.0.0.1", "--prometheus-port", str(router.metrics_port),
+        "--host",
+        router.host,
+        "--port",
+        str(router.port),
+        "--worker-urls",
+        *router.workers,
+        "--policy",
+        router.policy,
+        "--prometheus-host",
+        "127.0.0.1",
+        "--prometheus-port",
+        str(router.metrics_port),
         *FAILOVER_FLAGS,
     ]

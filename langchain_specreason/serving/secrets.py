@@ -68,8 +68,9 @@ def redact_args(args: Iterable[str]) -> list[str]:
 
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:
     """``env`` with the values of secret-named variables replaced by ``***``."""
-    return {name: REDACTED if is_secret_name(name) and value else value
-            for name, value in env.items()}
+    return {
+        name: REDACTED if is_secret_name(name) and value else value for name, value in env.items()
+    }
 
 
 def redact_record(record: Any) -> Any:
@@ -103,12 +104,14 @@ def _strings(value: Any) -> bool:
 
 def _is_secret_field(name: str) -> bool:
     # api_key, hf_token, client_secret, password; not max_tokens, token (a judge's reply) or key.
-    return bool(re.fullmatch(r"(\w+_)?(api_?key|secret|password|passwd)|\w+_token", name,
-                             re.IGNORECASE))
+    return bool(
+        re.fullmatch(r"(\w+_)?(api_?key|secret|password|passwd)|\w+_token", name, re.IGNORECASE)
+    )
 
 
-def client_api_key(explicit: str | None = None,
-                   environ: Mapping[str, str] | None = None) -> str | None:
+def client_api_key(
+    explicit: str | None = None, environ: Mapping[str, str] | None = None
+) -> str | None:
     """The key clients send (``None``: none).
 
     ``explicit``, else ``SPECREASON_BASE_API_KEY``, else ``VLLM_API_KEY``; empty values count
@@ -157,8 +160,9 @@ def has_api_key(env: Mapping[str, str], args: Iterable[str] = ()) -> bool:
     return False
 
 
-def check_exposure(role: str, host: str, env: Mapping[str, str],
-                   args: Iterable[str] = ()) -> str | None:
+def check_exposure(
+    role: str, host: str, env: Mapping[str, str], args: Iterable[str] = ()
+) -> str | None:
     """Refuse a dev-mode server open to the network without a key; else a warning or ``None``.
 
     Raises :class:`ConfigError` when ``host`` is not a loopback address, the server's
@@ -180,6 +184,8 @@ def check_exposure(role: str, host: str, env: Mapping[str, str],
             )
         return None
     routes = "/invocations and the dev-mode admin routes" if dev else "/invocations"
-    return (f"warning: the {role} server listens on {host or '(every interface)'}; its API key "
-            f"guards vLLM's /v1 routes only ({routes} stay open): keep the port behind a "
-            "firewall or an authenticating proxy")
+    return (
+        f"warning: the {role} server listens on {host or '(every interface)'}; its API key "
+        f"guards vLLM's /v1 routes only ({routes} stay open): keep the port behind a "
+        "firewall or an authenticating proxy"
+    )

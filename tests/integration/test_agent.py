@@ -32,13 +32,25 @@ async def tool_first(request, handler):
 
 async def test_agent_calls_the_tool_and_answers_with_its_result(servers):
     CALLS.clear()
-    model = ChatSpecReason(draft_url=servers.draft_url, base_url=servers.base_url,
-                           family=servers.family, temperature=0, seed=0, budget=48,
-                           step_max_tokens=32, max_tokens=64)
-    agent = create_agent(model, tools=[multiply], middleware=[tool_first],
-                         system_prompt="Use the multiply tool for every multiplication.")
-    out = await agent.ainvoke({"messages": [("user", "What is 123 * 456? Use the tool.")]},
-                              {"recursion_limit": 8})
+    model = ChatSpecReason(
+        draft_url=servers.draft_url,
+        base_url=servers.base_url,
+        family=servers.family,
+        temperature=0,
+        seed=0,
+        budget=48,
+        step_max_tokens=32,
+        max_tokens=64,
+    )
+    agent = create_agent(
+        model,
+        tools=[multiply],
+        middleware=[tool_first],
+        system_prompt="Use the multiply tool for every multiplication.",
+    )
+    out = await agent.ainvoke(
+        {"messages": [("user", "What is 123 * 456? Use the tool.")]}, {"recursion_limit": 8}
+    )
     messages = out["messages"]
     tool_results = [m for m in messages if isinstance(m, ToolMessage)]
     assert CALLS == [(123, 456)], messages
@@ -58,13 +70,22 @@ async def test_with_the_default_tool_choice_a_call_written_as_json_is_recovered(
     vLLM's hermes parser does not read; ChatSpecReason reads it back, so the agent loop works
     without forcing a tool."""
     CALLS.clear()
-    model = ChatSpecReason(draft_url=servers.draft_url, base_url=servers.base_url,
-                           family=servers.family, temperature=0, seed=0, budget=48,
-                           step_max_tokens=32, max_tokens=64)
-    agent = create_agent(model, tools=[multiply],
-                         system_prompt="Use the multiply tool for every multiplication.")
-    out = await agent.ainvoke({"messages": [("user", "What is 123 * 456? Use the tool.")]},
-                              {"recursion_limit": 8})
+    model = ChatSpecReason(
+        draft_url=servers.draft_url,
+        base_url=servers.base_url,
+        family=servers.family,
+        temperature=0,
+        seed=0,
+        budget=48,
+        step_max_tokens=32,
+        max_tokens=64,
+    )
+    agent = create_agent(
+        model, tools=[multiply], system_prompt="Use the multiply tool for every multiplication."
+    )
+    out = await agent.ainvoke(
+        {"messages": [("user", "What is 123 * 456? Use the tool.")]}, {"recursion_limit": 8}
+    )
     messages = out["messages"]
     assert CALLS and CALLS[0] == (123, 456), messages
     first = next(m for m in messages if isinstance(m, AIMessage))

@@ -23,15 +23,29 @@ from tests.conftest import LOG_DIR, start_serve
 
 pytestmark = pytest.mark.integration
 
-SMALL = ["--budget", "48", "--step-max-tokens", "16", "--answer-max-tokens", "8",
-         "--no-progress"]
-LABEL_KEYS = {"problem_id", "step_index", "question", "prefix", "draft_step", "base_step",
-              "draft_score", "base_score", "advantage", "escalated"}
+SMALL = ["--budget", "48", "--step-max-tokens", "16", "--answer-max-tokens", "8", "--no-progress"]
+LABEL_KEYS = {
+    "problem_id",
+    "step_index",
+    "question",
+    "prefix",
+    "draft_step",
+    "base_step",
+    "draft_score",
+    "base_score",
+    "advantage",
+    "escalated",
+}
 
 
 def cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "langchain_specreason.cli", *args],
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "langchain_specreason.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def requests(url: str) -> float:
@@ -42,9 +56,21 @@ def requests(url: str) -> float:
 def labels(servers, tmp_path_factory):
     """`specreason arbitrage label` on 2 GSM8K train problems against the real servers."""
     out = tmp_path_factory.mktemp("labels")
-    done = cli("arbitrage", "label", "--draft-url", servers.draft_url, "--base-url",
-               servers.base_url, "--dataset", "gsm8k-train", "--limit", "2", "--out", str(out),
-               *SMALL)
+    done = cli(
+        "arbitrage",
+        "label",
+        "--draft-url",
+        servers.draft_url,
+        "--base-url",
+        servers.base_url,
+        "--dataset",
+        "gsm8k-train",
+        "--limit",
+        "2",
+        "--out",
+        str(out),
+        *SMALL,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return out
 
@@ -63,9 +89,21 @@ def test_label_writes_oracle_steps_and_resumes(servers, labels):
     assert {r["problem_id"] for r in rows} <= {json.loads(p)["problem_id"] for p in problems}
     # a rerun on the same folder does nothing: no new line, no server request
     before = requests(servers.base_url)
-    again = cli("arbitrage", "label", "--draft-url", servers.draft_url, "--base-url",
-                servers.base_url, "--dataset", "gsm8k-train", "--limit", "2", "--out",
-                str(labels), *SMALL)
+    again = cli(
+        "arbitrage",
+        "label",
+        "--draft-url",
+        servers.draft_url,
+        "--base-url",
+        servers.base_url,
+        "--dataset",
+        "gsm8k-train",
+        "--limit",
+        "2",
+        "--out",
+        str(labels),
+        *SMALL,
+    )
     assert again.returncode == 0, again.stderr[-2000:]
     assert "0 problems (2 already done)" in again.stdout
     assert (labels / "problems.jsonl").read_text().splitlines() == problems
@@ -79,12 +117,26 @@ def router_dir(labels, tmp_path_factory):
     data = tmp_path_factory.mktemp("router-data") / "labels.jsonl"
     rows = [json.loads(line) for line in (labels / "labels.jsonl").read_text().splitlines()]
     for advantage, pid in ((3.0, "synthetic-up"), (-1.0, "synthetic-down")):
-        rows.append({**rows[0], "problem_id": pid, "advantage": advantage,
-                     "escalated": advantage > 0})
+        rows.append(
+            {**rows[0], "problem_id": pid, "advantage": advantage, "escalated": advantage > 0}
+        )
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path_factory.mktemp("router")
-    done = cli("arbitrage", "train", "--dataset", str(data), "--out", str(out),
-               "--max-steps", "3", "--batch-size", "4", "--held-out", "0", "--no-progress")
+    done = cli(
+        "arbitrage",
+        "train",
+        "--dataset",
+        str(data),
+        "--out",
+        str(out),
+        "--max-steps",
+        "3",
+        "--batch-size",
+        "4",
+        "--held-out",
+        "0",
+        "--no-progress",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert (out / "router.json").is_file()
     return out
@@ -93,9 +145,18 @@ def router_dir(labels, tmp_path_factory):
 @pytest.fixture(scope="module")
 def router_url(router_dir):
     """The trained router served by vLLM CPU (`specreason serve --only router`)."""
-    serve = start_serve("cpu-test", "--only", "router", "--router-model", str(router_dir),
-                        "--router-port", "8113", roles=("router",), name="serve-router",
-                        log_dir=LOG_DIR / "router")
+    serve = start_serve(
+        "cpu-test",
+        "--only",
+        "router",
+        "--router-model",
+        str(router_dir),
+        "--router-port",
+        "8113",
+        roles=("router",),
+        name="serve-router",
+        log_dir=LOG_DIR / "router",
+    )
     try:
         yield serve.urls["router"]
     finally:
@@ -109,13 +170,21 @@ async def test_graph_routes_through_the_served_router(servers, router_dir, route
     base = OpenAIEndpoint(servers.base_url, name="base")
     judge = RouterJudge.from_folder(router, router_dir, tau=0.5)
     graph = create_specreason_graph(
-        draft, base, judge=judge, family=servers.family,
-        config=SpecReasonConfig(budget=48, step_max_tokens=16, answer_max_tokens=8))
-    before = {name: (await scrape(url))[REQUESTS] for name, url in
-              (("router", router_url), ("base", servers.base_url))}
+        draft,
+        base,
+        judge=judge,
+        family=servers.family,
+        config=SpecReasonConfig(budget=48, step_max_tokens=16, answer_max_tokens=8),
+    )
+    before = {
+        name: (await scrape(url))[REQUESTS]
+        for name, url in (("router", router_url), ("base", servers.base_url))
+    }
     out = await graph.ainvoke({"messages": [("user", "What is 12*7? Think step by step.")]})
-    after = {name: (await scrape(url))[REQUESTS] for name, url in
-             (("router", router_url), ("base", servers.base_url))}
+    after = {
+        name: (await scrape(url))[REQUESTS]
+        for name, url in (("router", router_url), ("base", servers.base_url))
+    }
     judged = [s for s in out["steps"] if s["decision"] in ("accepted", "rewritten")]
     assert judged
     for s in judged:
@@ -134,26 +203,51 @@ async def test_graph_routes_through_the_served_router(servers, router_dir, route
     for prefix in ([], [{"author": "draft", "text": "Some earlier step. " * 200}]):
         text = router_text("What is 12*7? Think step by step.", prefix, step_text)
         served = (await router.classify([text], truncate=judge.max_tokens)).probs[0][1]
-        local = (await LocalClassifier(router_dir).classify([text], truncate=judge.max_tokens))
+        local = await LocalClassifier(router_dir).classify([text], truncate=judge.max_tokens)
         assert served == pytest.approx(local.probs[0][1], abs=2e-3)
 
 
 async def test_router_down_is_a_typed_error():
-    judge = RouterJudge(OpenAIEndpoint("http://127.0.0.1:9/v1", name="router",
-                                       model="router", max_retries=1, timeout=5))
+    judge = RouterJudge(
+        OpenAIEndpoint(
+            "http://127.0.0.1:9/v1", name="router", model="router", max_retries=1, timeout=5
+        )
+    )
     from langchain_specreason.endpoint import ChatRequest
     from langchain_specreason.judges import StepContext
 
-    ctx = StepContext(conversation=[{"role": "user", "content": "Q?"}], steps=[], authors=[],
-                      step="S.", request=ChatRequest(messages=[], max_tokens=1))
+    ctx = StepContext(
+        conversation=[{"role": "user", "content": "Q?"}],
+        steps=[],
+        authors=[],
+        step="S.",
+        request=ChatRequest(messages=[], max_tokens=1),
+    )
     with pytest.raises(EndpointError, match="router"):
         await judge.judge(ctx)
 
 
 def test_bench_arbitrage_and_oracle_modes(servers, router_url, tmp_path):
-    done = cli("bench", "--draft-url", servers.draft_url, "--base-url", servers.base_url,
-               "--router-url", router_url, "--dataset", "gsm8k", "--limit", "1",
-               "--modes", "arbitrage,oracle", "--tau", "0.5", "--out", str(tmp_path), *SMALL)
+    done = cli(
+        "bench",
+        "--draft-url",
+        servers.draft_url,
+        "--base-url",
+        servers.base_url,
+        "--router-url",
+        router_url,
+        "--dataset",
+        "gsm8k",
+        "--limit",
+        "1",
+        "--modes",
+        "arbitrage,oracle",
+        "--tau",
+        "0.5",
+        "--out",
+        str(tmp_path),
+        *SMALL,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert [(r["mode"], r["threshold"]) for r in rows] == [("arbitrage", 0.5), ("oracle", 0.0)]
@@ -169,9 +263,26 @@ def test_bench_arbitrage_and_oracle_modes(servers, router_url, tmp_path):
 
 
 def test_bench_arbitrage_with_an_in_process_router(servers, router_dir, tmp_path):
-    done = cli("bench", "--draft-url", servers.draft_url, "--base-url", servers.base_url,
-               "--router-model", str(router_dir), "--dataset", "gsm8k", "--limit", "1",
-               "--modes", "arbitrage", "--tau", "0,1", "--out", str(tmp_path), *SMALL)
+    done = cli(
+        "bench",
+        "--draft-url",
+        servers.draft_url,
+        "--base-url",
+        servers.base_url,
+        "--router-model",
+        str(router_dir),
+        "--dataset",
+        "gsm8k",
+        "--limit",
+        "1",
+        "--modes",
+        "arbitrage",
+        "--tau",
+        "0,1",
+        "--out",
+        str(tmp_path),
+        *SMALL,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     by_tau = {r["threshold"]: r for r in rows}
@@ -181,8 +292,20 @@ def test_bench_arbitrage_with_an_in_process_router(servers, router_dir, tmp_path
 
 
 def test_bench_arbitrage_without_router_is_refused(servers, tmp_path):
-    done = cli("bench", "--draft-url", servers.draft_url, "--base-url", servers.base_url,
-               "--dataset", "gsm8k", "--limit", "1", "--modes", "arbitrage",
-               "--out", str(tmp_path))
+    done = cli(
+        "bench",
+        "--draft-url",
+        servers.draft_url,
+        "--base-url",
+        servers.base_url,
+        "--dataset",
+        "gsm8k",
+        "--limit",
+        "1",
+        "--modes",
+        "arbitrage",
+        "--out",
+        str(tmp_path),
+    )
     assert done.returncode == 2
     assert "router" in done.stderr and "Traceback" not in done.stderr

@@ -18,21 +18,72 @@ from langchain_specreason.lab.bench.metrics import REQUESTS, scrape
 pytestmark = pytest.mark.integration
 
 # A tiny budget keeps each problem to a few seconds on the CPU servers.
-FLAGS = ["--dataset", "gsm8k", "--modes", "base,specreason", "--threshold", "7",
-         "--budget", "32", "--step-max-tokens", "16", "--answer-max-tokens", "16",
-         "--no-progress"]
-KEYS = {"mode", "threshold", "score_method", "problem_id", "correct", "latency_s",
-        "steps_drafted", "steps_accepted", "steps_rewritten", "draft_tokens", "base_tokens",
-        "overhead_s", "draft_s", "judge_s", "rewrite_s", "answer_s", "judge_prompt_tokens",
-        "judge_cached_tokens", "prediction", "gold", "reply", "server"}
-FILES = ["results.jsonl", "runs.jsonl", "meta.json", "summary.md", "summary.json",
-         "accuracy_latency.png", "time_split.png"]
+FLAGS = [
+    "--dataset",
+    "gsm8k",
+    "--modes",
+    "base,specreason",
+    "--threshold",
+    "7",
+    "--budget",
+    "32",
+    "--step-max-tokens",
+    "16",
+    "--answer-max-tokens",
+    "16",
+    "--no-progress",
+]
+KEYS = {
+    "mode",
+    "threshold",
+    "score_method",
+    "problem_id",
+    "correct",
+    "latency_s",
+    "steps_drafted",
+    "steps_accepted",
+    "steps_rewritten",
+    "draft_tokens",
+    "base_tokens",
+    "overhead_s",
+    "draft_s",
+    "judge_s",
+    "rewrite_s",
+    "answer_s",
+    "judge_prompt_tokens",
+    "judge_cached_tokens",
+    "prediction",
+    "gold",
+    "reply",
+    "server",
+}
+FILES = [
+    "results.jsonl",
+    "runs.jsonl",
+    "meta.json",
+    "summary.md",
+    "summary.json",
+    "accuracy_latency.png",
+    "time_split.png",
+]
 
 
 def bench(servers, out, limit: int) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "langchain_specreason.cli", "bench",
-           "--draft-url", servers.draft_url, "--base-url", servers.base_url,
-           *FLAGS, "--limit", str(limit), "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "langchain_specreason.cli",
+        "bench",
+        "--draft-url",
+        servers.draft_url,
+        "--base-url",
+        servers.base_url,
+        *FLAGS,
+        "--limit",
+        str(limit),
+        "--out",
+        str(out),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return done
@@ -40,8 +91,10 @@ def bench(servers, out, limit: int) -> subprocess.CompletedProcess[str]:
 
 def requests_seen(servers) -> dict[str, float]:
     async def both():
-        return {"draft": (await scrape(servers.draft_url))[REQUESTS],
-                "base": (await scrape(servers.base_url))[REQUESTS]}
+        return {
+            "draft": (await scrape(servers.draft_url))[REQUESTS],
+            "base": (await scrape(servers.base_url))[REQUESTS],
+        }
 
     return asyncio.run(both())
 
@@ -55,8 +108,7 @@ def base_requests(record: dict) -> int:
     if record["mode"] == "base":
         return 1
     answer_call = 0 if record["stop"] == "end" else 1
-    return (record["judge_calls"] + record["steps_rewritten"] + record["steps_base"]
-            + answer_call)
+    return record["judge_calls"] + record["steps_rewritten"] + record["steps_base"] + answer_call
 
 
 def test_bench_writes_every_file_and_resumes(servers, tmp_path):
@@ -65,8 +117,10 @@ def test_bench_writes_every_file_and_resumes(servers, tmp_path):
     for name in FILES:
         assert (out / name).is_file() and (out / name).stat().st_size > 0, name
     first = results(out)
-    assert [(r["mode"], r["problem_id"]) for r in first] == [("base", "gsm8k-0"),
-                                                             ("specreason", "gsm8k-0")]
+    assert [(r["mode"], r["problem_id"]) for r in first] == [
+        ("base", "gsm8k-0"),
+        ("specreason", "gsm8k-0"),
+    ]
     for record in first:
         assert KEYS <= set(record)
         assert record["gold"] == "18" and record["latency_s"] > 0 and record["reply"]
@@ -103,8 +157,10 @@ def test_bench_writes_every_file_and_resumes(servers, tmp_path):
     second = results(out)
     assert second[:2] == first
     new = second[2:]
-    assert [(r["mode"], r["problem_id"]) for r in new] == [("base", "gsm8k-1"),
-                                                           ("specreason", "gsm8k-1")]
+    assert [(r["mode"], r["problem_id"]) for r in new] == [
+        ("base", "gsm8k-1"),
+        ("specreason", "gsm8k-1"),
+    ]
     # the new problem's requests reached the servers; redoing gsm8k-0 would add its own too
     expected = sum(base_requests(r) for r in new)
     assert expected <= seen["base"] < expected + sum(base_requests(r) for r in first)
@@ -127,14 +183,33 @@ def test_bench_writes_every_file_and_resumes(servers, tmp_path):
     assert "| specreason t=7 | 2 |" in (out / "summary.md").read_text()
 
 
-def test_bench_load_on_the_servers_answers_every_request_and_skips_a_done_count(
-        servers, tmp_path):
+def test_bench_load_on_the_servers_answers_every_request_and_skips_a_done_count(servers, tmp_path):
     """`specreason bench load` with the library's default judge on running servers."""
     out = tmp_path / "load"
-    cmd = [sys.executable, "-m", "langchain_specreason.cli", "bench", "load",
-           "--draft-url", servers.draft_url, "--base-url", servers.base_url,
-           "--replicas", "1", "--requests", "3", "--budget", "32", "--step-max-tokens", "16",
-           "--answer-max-tokens", "16", "--no-progress", "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "langchain_specreason.cli",
+        "bench",
+        "load",
+        "--draft-url",
+        servers.draft_url,
+        "--base-url",
+        servers.base_url,
+        "--replicas",
+        "1",
+        "--requests",
+        "3",
+        "--budget",
+        "32",
+        "--step-max-tokens",
+        "16",
+        "--answer-max-tokens",
+        "16",
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
     before = requests_seen(servers)
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -14,16 +14,30 @@ pytestmark = pytest.mark.integration
 
 
 def make(servers, **kwargs) -> ChatSpecReason:
-    params = {"draft_url": servers.draft_url, "base_url": servers.base_url, "temperature": 0,
-              "seed": 0, "budget": 40, "step_max_tokens": 24, "max_tokens": 32, **kwargs}
+    params = {
+        "draft_url": servers.draft_url,
+        "base_url": servers.base_url,
+        "temperature": 0,
+        "seed": 0,
+        "budget": 40,
+        "step_max_tokens": 24,
+        "max_tokens": 32,
+        **kwargs,
+    }
     return ChatSpecReason(**params)
 
 
 async def test_think_stream_reasoning_steps_first_each_once_then_answer(servers):
     model = make(servers, family="think")
     chunks = [c async for c in model.astream("What is 12*7? Think it through.")]
-    kinds = ["reasoning" if c.additional_kwargs.get("reasoning_content") else
-             "answer" if c.content else "meta" for c in chunks]
+    kinds = [
+        "reasoning"
+        if c.additional_kwargs.get("reasoning_content")
+        else "answer"
+        if c.content
+        else "meta"
+        for c in chunks
+    ]
     assert "reasoning" in kinds and "answer" in kinds
     first_answer = kinds.index("answer")
     assert "reasoning" not in kinds[first_answer:]
@@ -31,8 +45,11 @@ async def test_think_stream_reasoning_steps_first_each_once_then_answer(servers)
     for chunk in chunks[1:]:
         full = full + chunk
     stats = full.response_metadata["specreason"]
-    steps = [c.additional_kwargs["reasoning_content"] for c in chunks
-             if c.additional_kwargs.get("reasoning_content")]
+    steps = [
+        c.additional_kwargs["reasoning_content"]
+        for c in chunks
+        if c.additional_kwargs.get("reasoning_content")
+    ]
     assert len(steps) == stats["steps_accepted"] + stats["steps_rewritten"] + stats["steps_base"]
     assert full.additional_kwargs["reasoning_content"] == "".join(steps)
     assert full.content_blocks[0]["type"] == "reasoning"
@@ -56,8 +73,9 @@ async def test_token_count_is_exact_from_the_server(servers):
     model = make(servers)
     messages = [HumanMessage("Hello there, how are you today?")]
     exact = model.get_num_tokens_from_messages(messages)
-    done = await OpenAIEndpoint(servers.base_url, name="base").complete(ChatRequest(
-        [{"role": "user", "content": "Hello there, how are you today?"}], max_tokens=1))
+    done = await OpenAIEndpoint(servers.base_url, name="base").complete(
+        ChatRequest([{"role": "user", "content": "Hello there, how are you today?"}], max_tokens=1)
+    )
     assert exact == done.prompt_tokens  # what the server itself counted for this prompt
     offline = ChatSpecReason(draft_url="http://127.0.0.1:9/v1", base_url="http://127.0.0.1:9/v1")
     assert 10 < offline.get_num_tokens_from_messages(messages) < 40  # the offline estimate
@@ -112,13 +130,21 @@ def test_json_mode_with_a_repetition_penalty(servers):
         setup: str = Field(description="question to set up a joke")
         punchline: str = Field(description="answer to resolve the joke")
 
-    model = make(servers, budget=48, step_max_tokens=32, max_tokens=None,
-                 extra_body={"repetition_penalty": 1.1})
-    ask = ("Tell me a joke about cats. Return the result as a JSON with 'setup' and "
-           "'punchline' keys. Return nothing other than JSON.")
+    model = make(
+        servers,
+        budget=48,
+        step_max_tokens=32,
+        max_tokens=None,
+        extra_body={"repetition_penalty": 1.1},
+    )
+    ask = (
+        "Tell me a joke about cats. Return the result as a JSON with 'setup' and "
+        "'punchline' keys. Return nothing other than JSON."
+    )
     out = model.with_structured_output(Joke, method="json_mode", include_raw=True).invoke(ask)
     assert isinstance(out["parsed"], Joke), out
     assert out["raw"].additional_kwargs["reasoning_content"]  # the trace, apart from the JSON
-    parts = list(model.with_structured_output(Joke.model_json_schema(),
-                                              method="json_mode").stream(ask))
+    parts = list(
+        model.with_structured_output(Joke.model_json_schema(), method="json_mode").stream(ask)
+    )
     assert parts and set(parts[-1]) == {"setup", "punchline"}

@@ -40,8 +40,14 @@ class TestChatSpecReasonIntegration(ChatModelIntegrationTests):
         # max_tokens; a frequency penalty, which vLLM counts over generated tokens only, lets
         # it close the object. (repetition_penalty also counts the prompt's tokens and spoilt
         # test_tool_calling's arguments; the suite allows no per-test overrides but xfails.)
-        return {**_URLS, "temperature": 0, "budget": 48, "step_max_tokens": 32, "seed": 0,
-                "extra_body": {"frequency_penalty": 0.5}}
+        return {
+            **_URLS,
+            "temperature": 0,
+            "budget": 48,
+            "step_max_tokens": 32,
+            "seed": 0,
+            "extra_body": {"frequency_penalty": 0.5},
+        }
 
     @property
     def has_tool_choice(self) -> bool:

@@ -35,8 +35,12 @@ def example_env(servers, monkeypatch):
     monkeypatch.setenv("SPECREASON_DRAFT_URL", servers.draft_url)
     monkeypatch.setenv("SPECREASON_BASE_URL", servers.base_url)
     monkeypatch.setenv("SPECREASON_FAMILY", servers.family)
-    for var in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGSMITH_API_KEY",
-                "LANGCHAIN_API_KEY"):
+    for var in (
+        "LANGSMITH_TRACING",
+        "LANGCHAIN_TRACING_V2",
+        "LANGSMITH_API_KEY",
+        "LANGCHAIN_API_KEY",
+    ):
         monkeypatch.delenv(var, raising=False)
     return servers
 
@@ -46,7 +50,7 @@ def test_examples_have_a_docstring_and_main():
         source = path.read_text()
         assert source.startswith('"""'), f"{path.name} has no module docstring"
         assert f"python examples/{path.name}" in source, f"{path.name} does not say how to run"
-        assert "def main(" in source and 'sys.exit(main(' in source, path.name
+        assert "def main(" in source and "sys.exit(main(" in source, path.name
         assert "from _servers import" in source, f"{path.name} does not use _servers.py"
 
 
@@ -74,11 +78,20 @@ def test_chain_invokes_and_batches(example_env, capsys):
 
 def test_chain_runs_as_a_user_types_it(servers):
     """`python examples/chain.py` from the repo root, in a fresh interpreter."""
-    env = {**os.environ, "SPECREASON_DRAFT_URL": servers.draft_url,
-           "SPECREASON_BASE_URL": servers.base_url}
-    done = subprocess.run([sys.executable, "examples/chain.py"], cwd=EXAMPLES.parent, env=env,
-                          capture_output=True, text=True, timeout=900,
-                          stdin=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "SPECREASON_DRAFT_URL": servers.draft_url,
+        "SPECREASON_BASE_URL": servers.base_url,
+    }
+    done = subprocess.run(
+        [sys.executable, "examples/chain.py"],
+        cwd=EXAMPLES.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert len(re.findall(r"^  A: \S", done.stdout, flags=re.M)) == 3, done.stdout
 
@@ -97,8 +110,10 @@ def test_rag_retrieves_the_passage_that_holds_the_fact(example_env, capsys):
 def test_rag_retrieval_picks_other_passages_too(example_env):
     rag = load("rag")
     store = rag.build_store()
-    for question, doc_id in [("Which telescope watches comets at Hollow Pines?", "doc-5"),
-                             ("What does the Brask glass beetle eat?", "doc-3")]:
+    for question, doc_id in [
+        ("Which telescope watches comets at Hollow Pines?", "doc-5"),
+        ("What does the Brask glass beetle eat?", "doc-3"),
+    ]:
         assert store.similarity_search(question, k=1)[0].id == doc_id
 
 
@@ -110,10 +125,12 @@ def test_tracing_collects_judge_runs_with_step_metadata(example_env, monkeypatch
     assert "LangSmith tracing: off" in out
     assert FAKE_KEY not in out
     lines = out.splitlines()
-    tree = lines[lines.index("ChatSpecReason"):]  # the root run, then its descendants
+    tree = lines[lines.index("ChatSpecReason") :]  # the root run, then its descendants
     assert tree[1] == "  specreason", out
-    judges = [re.fullmatch(r"( +)judge_step  step=(\d+)  call=judge  score=(\S+) decision=(\w+)",
-                           line) for line in tree]
+    judges = [
+        re.fullmatch(r"( +)judge_step  step=(\d+)  call=judge  score=(\S+) decision=(\w+)", line)
+        for line in tree
+    ]
     judges = [m for m in judges if m]
     assert judges, out
     threshold = SpecReasonConfig().likelihood_threshold  # the default judge decides on it
@@ -151,8 +168,12 @@ def test_live_steps_shows_steps_and_speed_up(example_env, capsys):
     assert "SpecReason steps" in out
     rows = re.findall(r"^\S\s+(\d+)\s+\S\s+(accepted|rewritten|base)\b", out, flags=re.M)
     assert any(status in ("accepted", "rewritten") for _, status in rows), out
-    assert re.search(r"^speed-up: \d+\.\d\dx \(SpecReason \d+\.\d s, base model alone "
-                     r"\d+\.\d s\)$", out, flags=re.M), out
+    assert re.search(
+        r"^speed-up: \d+\.\d\dx \(SpecReason \d+\.\d s, base model alone "
+        r"\d+\.\d s\)$",
+        out,
+        flags=re.M,
+    ), out
     assert "base model alone" in out
 
 
@@ -166,7 +187,8 @@ def test_agent_node_calls_the_tool_and_streams_the_subgraph(example_env, capsys)
     out = capsys.readouterr().out
     call = r"tool call: calculator\(\{'expression': '123 ?\* ?456'\}\) -> 56088"
     assert re.search(call, out), out
-    subgraph_steps = re.findall(r"^  specreason step \d+ (accepted|rewritten|base):", out,
-                                flags=re.M)
+    subgraph_steps = re.findall(
+        r"^  specreason step \d+ (accepted|rewritten|base):", out, flags=re.M
+    )
     assert subgraph_steps, out  # steps streamed from inside the subgraph node
     assert "parent's last message: [report]" in out

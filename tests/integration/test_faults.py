@@ -28,10 +28,19 @@ from tests.conftest import LOG_DIR, start_serve
 
 pytestmark = pytest.mark.integration
 
-QUESTION = ("A box holds 12 eggs. Tom buys 3 boxes and breaks 5 eggs. How many eggs are left? "
-            "Think step by step, then give the number.")
-FAST = dict(budget=160, step_max_tokens=40, answer_max_tokens=32, temperature=0.0, seed=0,
-            judge="score", threshold=0)  # threshold 0: every draft step is kept
+QUESTION = (
+    "A box holds 12 eggs. Tom buys 3 boxes and breaks 5 eggs. How many eggs are left? "
+    "Think step by step, then give the number."
+)
+FAST = dict(
+    budget=160,
+    step_max_tokens=40,
+    answer_max_tokens=32,
+    temperature=0.0,
+    seed=0,
+    judge="score",
+    threshold=0,
+)  # threshold 0: every draft step is kept
 
 
 def listener(url: str) -> psutil.Process | None:
@@ -52,8 +61,9 @@ def pair(servers):
     if listener(servers.base_url) is not None:
         yield servers.draft_url, servers.base_url
         return
-    serve = start_serve("cpu-test", "--draft-port", "8133", "--base-port", "8134",
-                        name="faults-pair")
+    serve = start_serve(
+        "cpu-test", "--draft-port", "8133", "--base-port", "8134", name="faults-pair"
+    )
     try:
         yield serve.urls["draft"], serve.urls["base"]
     finally:
@@ -78,22 +88,31 @@ async def test_32_concurrent_requests_all_answer(pair):
     # the base server itself saw every run: at least one call (judge or answer) per request
     assert (await scrape(base_url))[REQUESTS] - before[REQUESTS] >= 32
     LOG_DIR.mkdir(parents=True, exist_ok=True)
-    (LOG_DIR / "faults-abatch.json").write_text(json.dumps(
-        {"requests": 32, "failures": len(failures), "wall_s": round(wall, 1),
-         "max_concurrency": 8}))
+    (LOG_DIR / "faults-abatch.json").write_text(
+        json.dumps(
+            {
+                "requests": 32,
+                "failures": len(failures),
+                "wall_s": round(wall, 1),
+                "max_concurrency": 8,
+            }
+        )
+    )
 
 
 async def test_a_stopped_base_server_is_a_typed_timeout_then_the_next_call_succeeds(pair):
     draft_url, base_url = pair
-    llm = model(draft_url, base_url, judge_timeout=3, timeout=4, connect_timeout=2,
-                max_retries=1)
+    llm = model(draft_url, base_url, judge_timeout=3, timeout=4, connect_timeout=2, max_retries=1)
     base = listener(base_url)
     assert base is not None
     base.suspend()  # SIGSTOP: the port still accepts connections, nothing answers
     try:
         start = time.monotonic()
-        with pytest.raises(EndpointError, match=r"base endpoint at .*: timed out after 2 "
-                                                r"attempts \(APITimeoutError\)"):
+        with pytest.raises(
+            EndpointError,
+            match=r"base endpoint at .*: timed out after 2 "
+            r"attempts \(APITimeoutError\)",
+        ):
             await asyncio.wait_for(llm.ainvoke(QUESTION), timeout=120)
         # two attempts of at most 4 s each, and one back-off of at most 1.5 s
         assert time.monotonic() - start < 2 * 4 + 1.5 + 3
@@ -105,8 +124,9 @@ async def test_a_stopped_base_server_is_a_typed_timeout_then_the_next_call_succe
 
 async def test_a_killed_draft_server_hands_the_rest_of_the_run_to_the_base_model(pair):
     _, base_url = pair
-    own = start_serve("cpu-test", "--only", "draft", "--draft-port", "8131", roles=("draft",),
-                      name="faults-draft")
+    own = start_serve(
+        "cpu-test", "--only", "draft", "--draft-port", "8131", roles=("draft",), name="faults-draft"
+    )
     try:
         llm = model(own.urls["draft"], base_url, max_retries=0, connect_timeout=2)
         chunks = []
@@ -153,8 +173,7 @@ class Recording:
         self.continued: list[str] = []
 
     def _note(self, request) -> None:
-        self.continued.append(request.messages[-1]["content"] if request.continue_final
-                              else "")
+        self.continued.append(request.messages[-1]["content"] if request.continue_final else "")
 
     async def complete(self, request):
         self._note(request)
@@ -169,12 +188,17 @@ class Recording:
 
 
 async def test_a_killed_client_resumes_from_its_on_disk_checkpoint_without_redoing_steps(
-        pair, tmp_path: Path):
+    pair, tmp_path: Path
+):
     draft_url, base_url = pair
     path = str(tmp_path / "checkpoints.sqlite")
     settings = {**FAST, "draft_url": draft_url, "base_url": base_url, "lookahead": False}
-    child = subprocess.Popen([sys.executable, "-c", CLIENT, path, json.dumps(settings), QUESTION],
-                             stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CLIENT, path, json.dumps(settings), QUESTION],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
     assert child.stdout is not None
     printed: list[str] = []
     deadline = time.monotonic() + 300
@@ -190,11 +214,15 @@ async def test_a_killed_client_resumes_from_its_on_disk_checkpoint_without_redoi
 
     async with AsyncSqliteSaver.from_conn_string(path) as saver:
         draft = Recording(OpenAIEndpoint(draft_url, name="draft"))
-        llm = ChatSpecReason(draft_endpoint=draft,
-                             base_endpoint=OpenAIEndpoint(base_url, name="base"),
-                             checkpointer=saver, **{**FAST, "lookahead": False})
-        saved = (await llm.graph.aget_state({"configurable": {"thread_id": "crash-1"}})
-                 ).values["steps"]
+        llm = ChatSpecReason(
+            draft_endpoint=draft,
+            base_endpoint=OpenAIEndpoint(base_url, name="base"),
+            checkpointer=saver,
+            **{**FAST, "lookahead": False},
+        )
+        saved = (await llm.graph.aget_state({"configurable": {"thread_id": "crash-1"}})).values[
+            "steps"
+        ]
         assert saved, "nothing was checkpointed before the kill"
         assert [s["text"] for s in saved] == printed[: len(saved)]
         reply = await llm.ainvoke(QUESTION, thread_id="crash-1")
@@ -222,12 +250,28 @@ async def test_ctrl_c_on_a_sync_call_leaves_no_request_running_on_the_servers(pa
     draft_url, base_url = pair
     # one long draft step (no blank-line delimiter in sight, end of text ignored): left
     # running, it would keep the draft server busy for far longer than the bound below
-    settings = {**FAST, "draft_url": draft_url, "base_url": base_url, "budget": 3200,
-                "step_max_tokens": 3000, "answer_max_tokens": 16, "judge": "arithmetic",
-                "delimiter": "@@@@", "extra_body": {"ignore_eos": True}}
-    child = subprocess.Popen([sys.executable, "-c", SYNC_CLIENT, json.dumps(settings),
-                              QUESTION + " Explain every step at length."],
-                             stdout=subprocess.PIPE, text=True)
+    settings = {
+        **FAST,
+        "draft_url": draft_url,
+        "base_url": base_url,
+        "budget": 3200,
+        "step_max_tokens": 3000,
+        "answer_max_tokens": 16,
+        "judge": "arithmetic",
+        "delimiter": "@@@@",
+        "extra_body": {"ignore_eos": True},
+    }
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            SYNC_CLIENT,
+            json.dumps(settings),
+            QUESTION + " Explain every step at length.",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "calling"  # imported, Ctrl-C handled

@@ -20,11 +20,14 @@ from langchain_specreason.lab.bench.metrics import GENERATION_TOKENS, REQUESTS, 
 
 pytestmark = pytest.mark.integration
 
-QUESTION = ("A box holds 12 eggs. Tom buys 3 boxes and breaks 5 eggs. How many eggs are left? "
-            "Think step by step, then give the number.")
+QUESTION = (
+    "A box holds 12 eggs. Tom buys 3 boxes and breaks 5 eggs. How many eggs are left? "
+    "Think step by step, then give the number."
+)
 # Short traces keep CI fast: a small budget and step cap, greedy sampling.
-FAST = dict(budget=96, step_max_tokens=48, answer_max_tokens=48, temperature=0.0, seed=0,
-            judge="score")  # these tests pin the 0-9 judge's control flow (thresholds 0, 10)
+FAST = dict(
+    budget=96, step_max_tokens=48, answer_max_tokens=48, temperature=0.0, seed=0, judge="score"
+)  # these tests pin the 0-9 judge's control flow (thresholds 0, 10)
 
 
 def make_graph(servers, **overrides):
@@ -79,9 +82,10 @@ async def test_interrupt_and_resume_with_sqlite_checkpointer(servers, tmp_path):
             OpenAIEndpoint(servers.draft_url, name="draft"),
             OpenAIEndpoint(servers.base_url, name="base"),
             config=SpecReasonConfig(**{**FAST, "threshold": 5, "budget": 160}),
-            family=servers.family, checkpointer=saver)
-        stream = graph.astream({"messages": [("user", QUESTION)]}, thread,
-                               stream_mode="custom")
+            family=servers.family,
+            checkpointer=saver,
+        )
+        stream = graph.astream({"messages": [("user", QUESTION)]}, thread, stream_mode="custom")
         async for event in stream:
             if event["type"] == "step":
                 seen.append(event["text"])
@@ -94,7 +98,9 @@ async def test_interrupt_and_resume_with_sqlite_checkpointer(servers, tmp_path):
             OpenAIEndpoint(servers.draft_url, name="draft"),
             OpenAIEndpoint(servers.base_url, name="base"),
             config=SpecReasonConfig(**{**FAST, "threshold": 5, "budget": 160}),
-            family=servers.family, checkpointer=saver)
+            family=servers.family,
+            checkpointer=saver,
+        )
         saved = (await graph.aget_state(thread)).values["steps"]
         # every step whose node finished is saved; the step streamed last may have been cut
         # before its node wrote the checkpoint (closing the stream cancels that node)
@@ -114,10 +120,14 @@ async def test_empty_conversation_is_refused_before_any_call(servers):
 
 async def test_unreachable_base_is_a_typed_error_after_bounded_retries(servers):
     dead = OpenAIEndpoint("http://127.0.0.1:9/v1", model="x", name="base", max_retries=1)
-    graph = create_specreason_graph(OpenAIEndpoint(servers.draft_url, name="draft"), dead,
-                                    config=SpecReasonConfig(**FAST))
-    with pytest.raises(EndpointError, match=r"base endpoint at http://127.0.0.1:9/v1: "
-                                            r"unreachable after 2 attempts"):
+    graph = create_specreason_graph(
+        OpenAIEndpoint(servers.draft_url, name="draft"), dead, config=SpecReasonConfig(**FAST)
+    )
+    with pytest.raises(
+        EndpointError,
+        match=r"base endpoint at http://127.0.0.1:9/v1: "
+        r"unreachable after 2 attempts",
+    ):
         await asyncio.wait_for(graph.ainvoke({"messages": [("user", "hi")]}), timeout=60)
 
 
@@ -129,8 +139,9 @@ async def test_unreachable_draft_hands_the_run_to_the_base_model(servers):
     out = await asyncio.wait_for(graph.ainvoke({"messages": [("user", QUESTION)]}), timeout=600)
     assert out["answer"].strip()
     assert out["draft_down"].startswith("draft endpoint at http://127.0.0.1:9/v1: unreachable")
-    assert out["steps"] and all(s["author"] == "base" and s["decision"] == "base"
-                                for s in out["steps"])
+    assert out["steps"] and all(
+        s["author"] == "base" and s["decision"] == "base" for s in out["steps"]
+    )
     # the base server wrote every step (and the answer if one was needed): no judge call
     calls = (await scrape(servers.base_url))[REQUESTS] - before
     assert calls == len(out["steps"]) + (1 if out["answer_tokens"] else 0)
@@ -143,8 +154,7 @@ async def test_context_longer_than_max_model_len_is_a_typed_error(servers):
     long_text = "apple " * (limit + 100)
     urls = (servers.draft_url, servers.base_url)
     before = [(await scrape(url))[REQUESTS] for url in urls]
-    with pytest.raises(ContextLengthError,
-                       match=f"the servers' context window is {limit}") as info:
+    with pytest.raises(ContextLengthError, match=f"the servers' context window is {limit}") as info:
         await make_graph(servers).ainvoke({"messages": [("user", long_text)]})
     assert info.value.endpoint == "base"  # it counted the conversation: refused up front
     assert [(await scrape(url))[REQUESTS] for url in urls] == before  # nothing generated

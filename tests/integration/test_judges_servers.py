@@ -22,8 +22,10 @@ from langchain_specreason.lab.bench.metrics import (
 
 pytestmark = pytest.mark.integration
 
-QUESTION = ("Natalia sold clips to 48 of her friends in April, and then she sold half as many "
-            "clips in May. How many clips did Natalia sell altogether in April and May?")
+QUESTION = (
+    "Natalia sold clips to 48 of her friends in April, and then she sold half as many "
+    "clips in May. How many clips did Natalia sell altogether in April and May?"
+)
 STEP_1 = "In May she sold half of 48, which is 48 / 2 = 24 clips.\n\n"
 STEP_2 = "Altogether she sold 48 + 24 = 72 clips.\n\n"
 BLOCK = 32  # the cpu-test profile's --block-size
@@ -32,8 +34,13 @@ FAST = dict(budget=96, step_max_tokens=48, answer_max_tokens=48, temperature=0.0
 
 def ctx(steps: list[str], step: str) -> StepContext:
     conversation = [{"role": "user", "content": QUESTION}]
-    return StepContext(conversation=conversation, steps=steps, authors=["draft"] * len(steps),
-                       step=step, request=ChatRequest(messages=conversation, max_tokens=8))
+    return StepContext(
+        conversation=conversation,
+        steps=steps,
+        authors=["draft"] * len(steps),
+        step=step,
+        request=ChatRequest(messages=conversation, max_tokens=8),
+    )
 
 
 async def counters(url: str) -> dict[str, float]:
@@ -88,11 +95,13 @@ async def test_score_judge_is_one_request_and_one_token(servers):
     assert 0 <= verdict.score <= 9
 
 
-@pytest.mark.parametrize("judge", ["likelihood", "confidence", "arithmetic",
-                                   "arithmetic+likelihood"])
+@pytest.mark.parametrize(
+    "judge", ["likelihood", "confidence", "arithmetic", "arithmetic+likelihood"]
+)
 async def test_a_run_with_each_judge_reaches_an_answer(servers, judge):
-    config = SpecReasonConfig(judge=judge, likelihood_threshold=-1.0,
-                              confidence_threshold=-1.0, **FAST)
+    config = SpecReasonConfig(
+        judge=judge, likelihood_threshold=-1.0, confidence_threshold=-1.0, **FAST
+    )
     draft = OpenAIEndpoint(servers.draft_url, name="draft", max_retries=1)
     base = OpenAIEndpoint(servers.base_url, name="base", max_retries=1)
     graph = create_specreason_graph(draft, base, config=config, family=servers.family)

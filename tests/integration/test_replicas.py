@@ -108,15 +108,27 @@ ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 
 
 async def test_router_pins_a_key_to_one_replica_forwards_the_key_and_fails_over(
-        monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(launcher_module, "server_command",
-                        lambda spec, device: [sys.executable, "-c", STUB, str(spec.port)])
+    monkeypatch, tmp_path, capsys
+):
+    monkeypatch.setattr(
+        launcher_module,
+        "server_command",
+        lambda spec, device: [sys.executable, "-c", STUB, str(spec.port)],
+    )
     profile = load_profile("cpu-test", draft_port=8151, base_port=8152)
-    launcher = Launcher(profile, log_dir=tmp_path, replicas=2, replica_port=8251,
-                        startup_timeout=120, api_key="sk-stub")
+    launcher = Launcher(
+        profile,
+        log_dir=tmp_path,
+        replicas=2,
+        replica_port=8251,
+        startup_timeout=120,
+        api_key="sk-stub",
+    )
     with launcher:
-        assert launcher.urls == {"draft": "http://127.0.0.1:8151/v1",
-                                 "base": "http://127.0.0.1:8152/v1"}
+        assert launcher.urls == {
+            "draft": "http://127.0.0.1:8151/v1",
+            "base": "http://127.0.0.1:8152/v1",
+        }
         base = _endpoint(launcher.urls["base"], "base", api_key="sk-stub", max_retries=0)
 
         async def landed(key: str | None) -> dict:
@@ -138,8 +150,10 @@ async def test_router_pins_a_key_to_one_replica_forwards_the_key_and_fails_over(
         after = [await landed("run-1") for _ in range(3)]
         assert {a["port"] for a in after} == {8253, 8254} - {first["port"]}
         launcher.raise_if_dead()  # one replica down is not an error
-        assert f"base replica {first['port'] - 8252} (http://127.0.0.1:{first['port']}/v1) " \
-               "exited" in capsys.readouterr().err
+        assert (
+            f"base replica {first['port'] - 8252} (http://127.0.0.1:{first['port']}/v1) "
+            "exited" in capsys.readouterr().err
+        )
     for port in range(8251, 8257):
         check_port_free("127.0.0.1", port)
     for port in (8151, 8152):
@@ -149,10 +163,19 @@ async def test_router_pins_a_key_to_one_replica_forwards_the_key_and_fails_over(
 # --- real vLLM servers ----------------------------------------------------------------------
 
 KV_BYTES = 256 * 2**20
-SMALL = ("--base-model", "smollm2-135m",
-         *(flag for role in ("draft", "base")
-           for flag in (f"--{role}-env", "VLLM_CPU_KVCACHE_SPACE=",  # "" unsets it for vLLM
-                        f"--{role}-arg=--kv-cache-memory-bytes={KV_BYTES}")))
+SMALL = (
+    "--base-model",
+    "smollm2-135m",
+    *(
+        flag
+        for role in ("draft", "base")
+        for flag in (
+            f"--{role}-env",
+            "VLLM_CPU_KVCACHE_SPACE=",  # "" unsets it for vLLM
+            f"--{role}-arg=--kv-cache-memory-bytes={KV_BYTES}",
+        )
+    ),
+)
 """What these tests measure is routing, caching and failover, not answers: the draft model
 serves the base pools too, and every replica gets 256 MiB of KV cache (about 5,800 tokens of
 the 135M at 45 KiB a token; one full 4096-token sequence fits). Four cpu-test servers with the
@@ -161,8 +184,10 @@ NEEDED_GB = 14.0
 """Refuse to start below this: measured 11.7 GiB PSS for the tree after start (available
 memory 22.3 GB before, 11.1 GB after; ``runs/test-logs/replicas.json``)."""
 DRAFT_PORT, BASE_PORT, FIRST = 8141, 8142, 8241
-REPLICAS = {"draft": [f"http://127.0.0.1:{FIRST + i}/v1" for i in range(2)],
-            "base": [f"http://127.0.0.1:{FIRST + 2 + i}/v1" for i in range(2)]}
+REPLICAS = {
+    "draft": [f"http://127.0.0.1:{FIRST + i}/v1" for i in range(2)],
+    "base": [f"http://127.0.0.1:{FIRST + 2 + i}/v1" for i in range(2)],
+}
 REPORT = LOG_DIR / "replicas.json"
 QUESTION = "A farmer has 17 sheep and buys 3 more pens of 4 sheep each. How many sheep now?"
 
@@ -185,16 +210,30 @@ def _rss_gb(serve: ServeProcess) -> float:
 def pool() -> Iterator[Pool]:
     free = psutil.virtual_memory().available / 2**30
     if free < NEEDED_GB:
-        raise RuntimeError(f"4 cpu-test servers need about {NEEDED_GB:.0f} GB; {free:.1f} GB "
-                           "available (stop other servers first)")
+        raise RuntimeError(
+            f"4 cpu-test servers need about {NEEDED_GB:.0f} GB; {free:.1f} GB "
+            "available (stop other servers first)"
+        )
     serve = start_serve(
-        "cpu-test", "--replicas", "2", "--draft-port", str(DRAFT_PORT), "--base-port",
-        str(BASE_PORT), "--replica-port", str(FIRST), *SMALL,
-        log_dir=LOG_DIR / "replicas", timeout=1800.0, name="serve-replicas")
-    report: dict = {"pss_gb_after_start": round(_rss_gb(serve), 2),
-                    "available_gb_before_start": round(free, 2),
-                    "available_gb_after_start":
-                        round(psutil.virtual_memory().available / 2**30, 2)}
+        "cpu-test",
+        "--replicas",
+        "2",
+        "--draft-port",
+        str(DRAFT_PORT),
+        "--base-port",
+        str(BASE_PORT),
+        "--replica-port",
+        str(FIRST),
+        *SMALL,
+        log_dir=LOG_DIR / "replicas",
+        timeout=1800.0,
+        name="serve-replicas",
+    )
+    report: dict = {
+        "pss_gb_after_start": round(_rss_gb(serve), 2),
+        "available_gb_before_start": round(free, 2),
+        "available_gb_after_start": round(psutil.virtual_memory().available / 2**30, 2),
+    }
     try:
         yield Pool(serve, report)
     finally:
@@ -215,8 +254,15 @@ async def _reset_caches() -> None:
 
 def _model(draft_url: str, base_url: str, budget: int = 96) -> ChatSpecReason:
     return ChatSpecReason(
-        draft_endpoint=_endpoint(draft_url, "draft"), base_endpoint=_endpoint(base_url, "base"),
-        judge="score", temperature=0, seed=0, budget=budget, step_max_tokens=24, max_tokens=24)
+        draft_endpoint=_endpoint(draft_url, "draft"),
+        base_endpoint=_endpoint(base_url, "base"),
+        judge="score",
+        temperature=0,
+        seed=0,
+        budget=budget,
+        step_max_tokens=24,
+        max_tokens=24,
+    )
 
 
 async def _measured_run(draft_url: str, base_url: str, key: str | None) -> dict:
@@ -230,26 +276,35 @@ async def _measured_run(draft_url: str, base_url: str, key: str | None) -> dict:
     queries = sum(p[CACHE_QUERIES] for p in per)
     hits = sum(p[CACHE_HITS] for p in per)
     stats = msg.response_metadata["specreason"]
-    return {"judge_calls": stats["judge_calls"],
-            "requests_per_replica": [int(p[REQUESTS]) for p in per],
-            # every base request of the run, as the replicas counted them
-            "hit_rate": round(hits / queries, 3) if queries else None,
-            "hits_per_replica": [int(p[CACHE_HITS]) for p in per],
-            "queries_per_replica": [int(p[CACHE_QUERIES]) for p in per],
-            # the judge calls only, as the responses reported them (cached_tokens)
-            "judge_hit_rate": round(stats["judge_cached_tokens"] / stats["judge_prompt_tokens"],
-                                    3) if stats["judge_prompt_tokens"] else None,
-            "answer": msg.content}
+    return {
+        "judge_calls": stats["judge_calls"],
+        "requests_per_replica": [int(p[REQUESTS]) for p in per],
+        # every base request of the run, as the replicas counted them
+        "hit_rate": round(hits / queries, 3) if queries else None,
+        "hits_per_replica": [int(p[CACHE_HITS]) for p in per],
+        "queries_per_replica": [int(p[CACHE_QUERIES]) for p in per],
+        # the judge calls only, as the responses reported them (cached_tokens)
+        "judge_hit_rate": round(stats["judge_cached_tokens"] / stats["judge_prompt_tokens"], 3)
+        if stats["judge_prompt_tokens"]
+        else None,
+        "answer": msg.content,
+    }
 
 
 @contextlib.contextmanager
 def _round_robin_router(port: int, metrics_port: int) -> Iterator[str]:
     """A second vllm-router over the base replicas, round robin: a run's calls scatter."""
-    spec = RouterSpec(role="base", port=port, metrics_port=metrics_port, policy="round_robin",
-                      workers=tuple(u.removesuffix("/v1") for u in REPLICAS["base"]))
+    spec = RouterSpec(
+        role="base",
+        port=port,
+        metrics_port=metrics_port,
+        policy="round_robin",
+        workers=tuple(u.removesuffix("/v1") for u in REPLICAS["base"]),
+    )
     with (LOG_DIR / "replicas" / "round-robin-router.log").open("wb") as log:
-        proc = subprocess.Popen(router_command(spec), stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            router_command(spec), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -267,8 +322,10 @@ def _round_robin_router(port: int, metrics_port: int) -> Iterator[str]:
 @pytest.mark.after_shutdown
 async def test_a_runs_calls_stay_on_one_replica_and_keep_its_prefix_cache(pool):
     router = {"draft": pool.serve.urls["draft"], "base": pool.serve.urls["base"]}
-    assert router == {"draft": f"http://127.0.0.1:{DRAFT_PORT}/v1",
-                      "base": f"http://127.0.0.1:{BASE_PORT}/v1"}
+    assert router == {
+        "draft": f"http://127.0.0.1:{DRAFT_PORT}/v1",
+        "base": f"http://127.0.0.1:{BASE_PORT}/v1",
+    }
     keyed = await _measured_run(router["draft"], router["base"], "run-keyed")
     # no key of ours: ChatSpecReason sets a fresh one per run itself, which pins the run too
     # (a request with no key at all: vllm-router 0.1.17 hashes an empty text for chat
@@ -286,8 +343,13 @@ async def test_a_runs_calls_stay_on_one_replica_and_keep_its_prefix_cache(pool):
             await base.complete(ChatRequest([{"role": "user", "content": "Hi"}], 1))
     after = await _counters(REPLICAS["base"])
     spread = [int(a[REQUESTS] - b[REQUESTS]) for a, b in zip(after, before, strict=True)]
-    pool.report["affinity"] = {"keyed": keyed, "unkeyed": unkeyed, "round_robin": scattered,
-                               "one_server": alone, "eight_keys_per_replica": spread}
+    pool.report["affinity"] = {
+        "keyed": keyed,
+        "unkeyed": unkeyed,
+        "round_robin": scattered,
+        "one_server": alone,
+        "eight_keys_per_replica": spread,
+    }
     print(json.dumps(pool.report["affinity"], indent=2))
     assert keyed["judge_calls"] >= 2
     assert sorted(keyed["requests_per_replica"])[0] == 0  # every base call on one replica
@@ -307,8 +369,11 @@ def _group_leader(serve: ServeProcess, url: str) -> psutil.Process:
             args = child.cmdline()
         except psutil.Error:  # a replica killed before, not yet reaped
             continue
-        if "--port" in args and args[args.index("--port") + 1] == port and "vllm" in " ".join(
-                args[:3]):
+        if (
+            "--port" in args
+            and args[args.index("--port") + 1] == port
+            and "vllm" in " ".join(args[:3])
+        ):
             return child
     raise AssertionError(f"no server process on port {port}")
 
@@ -329,8 +394,11 @@ async def test_killing_one_replica_of_each_role_mid_run_still_gives_the_answer(p
             if role in killed:
                 continue
             now = await _counters(urls)
-            busy = [u for u, a, b in zip(urls, now, before[role], strict=True)
-                    if a[REQUESTS] > b[REQUESTS]]
+            busy = [
+                u
+                for u, a, b in zip(urls, now, before[role], strict=True)
+                if a[REQUESTS] > b[REQUESTS]
+            ]
             if busy:
                 leader = _group_leader(pool.serve, busy[0])
                 os.killpg(leader.pid, signal.SIGKILL)
@@ -339,10 +407,12 @@ async def test_killing_one_replica_of_each_role_mid_run_still_gives_the_answer(p
     started = time.monotonic()
     msg = await asyncio.wait_for(run, timeout=900)
     stats = msg.response_metadata["specreason"]
-    pool.report["failover"] = {"killed": killed, "seconds_after_kill":
-                               round(time.monotonic() - started, 1),
-                               "steps_drafted": stats["steps_drafted"],
-                               "answer": msg.content}
+    pool.report["failover"] = {
+        "killed": killed,
+        "seconds_after_kill": round(time.monotonic() - started, 1),
+        "steps_drafted": stats["steps_drafted"],
+        "answer": msg.content,
+    }
     assert msg.content.strip()
     assert pool.serve.proc.poll() is None  # `specreason serve` keeps serving
     err = pool.serve.stderr_path.read_text()

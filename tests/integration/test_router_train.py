@@ -26,14 +26,23 @@ def synthetic_steps(problems: int = 4, per_problem: int = 3) -> list[LabelledSte
         for s in range(per_problem):
             escalate = (p + s) % 2 == 0
             advantage = 2.0 + s if escalate else -1.0 - s
-            steps.append({
-                "problem_id": f"p{p}", "step_index": s, "question": f"What is {p} + {s}?",
-                "prefix": [{"author": "draft" if k % 2 else "base", "text": f"Step {k}."}
-                           for k in range(s)],
-                "draft_step": "This is WRONG nonsense." if escalate else "Add the two numbers.",
-                "base_step": f"{p} + {s} = {p + s}.", "draft_score": 3.0,
-                "base_score": 3.0 + advantage, "advantage": advantage, "escalated": escalate,
-            })
+            steps.append(
+                {
+                    "problem_id": f"p{p}",
+                    "step_index": s,
+                    "question": f"What is {p} + {s}?",
+                    "prefix": [
+                        {"author": "draft" if k % 2 else "base", "text": f"Step {k}."}
+                        for k in range(s)
+                    ],
+                    "draft_step": "This is WRONG nonsense." if escalate else "Add the two numbers.",
+                    "base_step": f"{p} + {s} = {p + s}.",
+                    "draft_score": 3.0,
+                    "base_score": 3.0 + advantage,
+                    "advantage": advantage,
+                    "escalated": escalate,
+                }
+            )
     return steps
 
 
@@ -45,8 +54,16 @@ def test_training_lowers_the_loss_and_saves_a_classifier_folder(tmp_path):
     before = evaluate_loss(base, steps, threads=1)
 
     out = tmp_path / "router"
-    report = train_router(steps, out, base_model=base, max_steps=6, batch_size=4,
-                          held_out=0.25, progress=False, threads=1)
+    report = train_router(
+        steps,
+        out,
+        base_model=base,
+        max_steps=6,
+        batch_size=4,
+        held_out=0.25,
+        progress=False,
+        threads=1,
+    )
     after = evaluate_loss(out, steps, threads=1)
 
     assert after < 0.5 * before, (before, after)  # measured: 1.10 -> 0.12
@@ -57,8 +74,16 @@ def test_training_lowers_the_loss_and_saves_a_classifier_folder(tmp_path):
     assert "router saved to" in report.format()
 
     router = json.loads((out / "router.json").read_text())
-    assert {"max_tokens", "tag_authors", "margin", "base_model", "metrics", "train_examples",
-            "held_out_examples", "class_counts"} <= router.keys()
+    assert {
+        "max_tokens",
+        "tag_authors",
+        "margin",
+        "base_model",
+        "metrics",
+        "train_examples",
+        "held_out_examples",
+        "class_counts",
+    } <= router.keys()
     assert router["train_examples"] == report.train_examples
     assert router["truncation_side"] == "left"  # vLLM pooling servers cut from the right
     config = json.loads((out / "config.json").read_text())

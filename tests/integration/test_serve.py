@@ -20,23 +20,30 @@ async def test_both_servers_answer_a_chat_completion(servers, role):
     url = servers.draft_url if role == "draft" else servers.base_url
     assert url.endswith("/v1")
     endpoint = OpenAIEndpoint(url, name=role)
-    done = await endpoint.complete(ChatRequest(
-        [{"role": "user", "content": "Say hello in one word."}], max_tokens=5))
+    done = await endpoint.complete(
+        ChatRequest([{"role": "user", "content": "Say hello in one word."}], max_tokens=5)
+    )
     assert done.text.strip()
     assert 1 <= done.completion_tokens <= 5
     assert done.prompt_tokens > 5
 
 
 def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "langchain_specreason.cli", *args],
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "langchain_specreason.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def test_unknown_profile_is_one_line_exit_2():
     proc = _cli("serve", "--profile", "nope")
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
-        "error: unknown profile 'nope'; known profiles: cpu, cpu-test, gpu-1x, gpu-2x")
+        "error: unknown profile 'nope'; known profiles: cpu, cpu-test, gpu-1x, gpu-2x"
+    )
 
 
 def test_port_in_use_is_one_line_exit_2(tmp_path):
@@ -44,17 +51,39 @@ def test_port_in_use_is_one_line_exit_2(tmp_path):
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         port = sock.getsockname()[1]
-        proc = _cli("serve", "--profile", "cpu-test", "--only", "draft", "--draft-port",
-                    str(port), "--log-dir", str(tmp_path))
+        proc = _cli(
+            "serve",
+            "--profile",
+            "cpu-test",
+            "--only",
+            "draft",
+            "--draft-port",
+            str(port),
+            "--log-dir",
+            str(tmp_path),
+        )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
-    assert lines[-1] == (f"error: port {port} on 127.0.0.1 is already in use; stop what listens "
-                         "there or pick another port (--draft-port / --base-port)")
+    assert lines[-1] == (
+        f"error: port {port} on 127.0.0.1 is already in use; stop what listens "
+        "there or pick another port (--draft-port / --base-port)"
+    )
 
 
 def test_server_dying_during_startup_is_one_line_exit_2(tmp_path):
-    proc = _cli("serve", "--profile", "cpu-test", "--only", "draft", "--draft-port", "8191",
-                "--draft-model", str(tmp_path / "no-such-model"), "--log-dir", str(tmp_path))
+    proc = _cli(
+        "serve",
+        "--profile",
+        "cpu-test",
+        "--only",
+        "draft",
+        "--draft-port",
+        "8191",
+        "--draft-model",
+        str(tmp_path / "no-such-model"),
+        "--log-dir",
+        str(tmp_path),
+    )
     assert proc.returncode == 2
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("error: draft server (no-such-model) exited with code")

@@ -23,16 +23,35 @@ PORT = 8131
 
 @pytest.fixture
 def langgraph_dev(servers):
-    env = {**os.environ, "SPECREASON_DRAFT_URL": servers.draft_url,
-           "SPECREASON_BASE_URL": servers.base_url,
-           # the user's knobs, through the environment: short, greedy
-           "SPECREASON_BUDGET": "64", "SPECREASON_STEP_MAX_TOKENS": "32",
-           "SPECREASON_ANSWER_MAX_TOKENS": "32", "SPECREASON_TEMPERATURE": "0"}
+    env = {
+        **os.environ,
+        "SPECREASON_DRAFT_URL": servers.draft_url,
+        "SPECREASON_BASE_URL": servers.base_url,
+        # the user's knobs, through the environment: short, greedy
+        "SPECREASON_BUDGET": "64",
+        "SPECREASON_STEP_MAX_TOKENS": "32",
+        "SPECREASON_ANSWER_MAX_TOKENS": "32",
+        "SPECREASON_TEMPERATURE": "0",
+    }
     cli = Path(sys.executable).with_name("langgraph")
-    proc = subprocess.Popen([str(cli), "dev", "--no-browser", "--no-reload", "--host",
-                             "127.0.0.1", "--port", str(PORT)], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            str(cli),
+            "dev",
+            "--no-browser",
+            "--no-reload",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(PORT),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.stdout is not None
     seen: list[str] = []
     deadline = time.monotonic() + 180
@@ -57,9 +76,11 @@ async def test_langgraph_dev_serves_the_graph_and_runs_a_thread(langgraph_dev):
     assistants = await client.assistants.search(graph_id="specreason")
     assert len(assistants) == 1
     thread = await client.threads.create()
-    out = await client.runs.wait(thread["thread_id"], assistants[0]["assistant_id"],
-                                 input={"messages": [{"role": "user",
-                                                      "content": "What is 12*7?"}]})
+    out = await client.runs.wait(
+        thread["thread_id"],
+        assistants[0]["assistant_id"],
+        input={"messages": [{"role": "user", "content": "What is 12*7?"}]},
+    )
     assert out["answer"].strip()
     assert out["steps"] and out["tokens_used"] <= 64
     assert out["stop"] in ("end", "budget", "repeat")

@@ -29,9 +29,13 @@ class ScriptedEndpoint:
         done = self.handler(request)
         for word in done.text.split(" ") if done.text else []:
             yield Completion(text=word + " ")
-        yield Completion(text="", finish_reason=done.finish_reason,
-                         completion_tokens=done.completion_tokens, seconds=done.seconds,
-                         tool_calls=done.tool_calls)
+        yield Completion(
+            text="",
+            finish_reason=done.finish_reason,
+            completion_tokens=done.completion_tokens,
+            seconds=done.seconds,
+            tool_calls=done.tool_calls,
+        )
 
     def judge_calls(self) -> list[ChatRequest]:
         return [r for r in self.requests if r.max_tokens == 1 and r.top_logprobs]
@@ -40,20 +44,42 @@ class ScriptedEndpoint:
         return [r for r in self.requests if not (r.max_tokens == 1 and r.top_logprobs)]
 
 
-def step(text: str, tokens: int = 5, *, end: bool = False, delimiter: str = "\n\n",
-         stop: str | None = None) -> Completion:
+def step(
+    text: str,
+    tokens: int = 5,
+    *,
+    end: bool = False,
+    delimiter: str = "\n\n",
+    stop: str | None = None,
+) -> Completion:
     """A step completion as vLLM reports it (the stop string removed from the text)."""
     if end:
-        return Completion(text=text, finish_reason="stop", stop_reason=None,
-                          completion_tokens=tokens, seconds=0.01)
-    return Completion(text=text, finish_reason="stop", stop_reason=stop or delimiter,
-                      completion_tokens=tokens, seconds=0.01)
+        return Completion(
+            text=text,
+            finish_reason="stop",
+            stop_reason=None,
+            completion_tokens=tokens,
+            seconds=0.01,
+        )
+    return Completion(
+        text=text,
+        finish_reason="stop",
+        stop_reason=stop or delimiter,
+        completion_tokens=tokens,
+        seconds=0.01,
+    )
 
 
 def score(digit: str, top: list[tuple[str, float]] | None = None) -> Completion:
-    return Completion(text=digit, finish_reason="length", completion_tokens=1,
-                      prompt_tokens=100, cached_tokens=64, seconds=0.01,
-                      top_logprobs=top or [(digit, 0.0)])
+    return Completion(
+        text=digit,
+        finish_reason="length",
+        completion_tokens=1,
+        prompt_tokens=100,
+        cached_tokens=64,
+        seconds=0.01,
+        top_logprobs=top or [(digit, 0.0)],
+    )
 
 
 def is_judge(request: ChatRequest) -> bool:
@@ -68,7 +94,8 @@ def partial_of(request: ChatRequest) -> str:
 @contextlib.contextmanager
 def loopback_server(
     respond: Callable[[str, dict[str, Any]], tuple[int, dict[str, Any] | None]],
-    *, seen: list[tuple[str, str, dict[str, str]]] | None = None,
+    *,
+    seen: list[tuple[str, str, dict[str, str]]] | None = None,
 ) -> Iterator[str]:
     """A local HTTP stand-in for vLLM routes: ``respond(path, json_body) -> (status, json)``.
 
@@ -116,15 +143,20 @@ class WindowedScriptedEndpoint(ScriptedEndpoint):
     """A scripted endpoint that reports a context window and counts a prompt's tokens
     (one token per word of its messages)."""
 
-    def __init__(self, name: str, handler: Callable[[ChatRequest], Completion], *,
-                 window: int) -> None:
+    def __init__(
+        self, name: str, handler: Callable[[ChatRequest], Completion], *, window: int
+    ) -> None:
         super().__init__(name, handler)
         self.window = window
 
     async def max_model_len(self) -> int | None:
         return self.window
 
-    async def count_tokens(self, messages: list[dict[str, Any]], *,
-                           continue_final: bool = False,
-                           tools: list[dict[str, Any]] | None = None) -> int:
+    async def count_tokens(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        continue_final: bool = False,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> int:
         return sum(len(str(m.get("content") or "").split()) for m in messages)

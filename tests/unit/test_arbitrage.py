@@ -56,17 +56,23 @@ class FakeRouter:
     async def classify(self, texts: list[str], *, truncate: int | None = None) -> Classified:
         self.texts += texts
         self.truncates.append(truncate)
-        return Classified(probs=[[0.1, 0.9] if "wrong" in t.split("Next step (draft):")[-1]
-                                 else [0.8, 0.2] for t in texts], prompt_tokens=50,
-                          seconds=0.01)
+        return Classified(
+            probs=[
+                [0.1, 0.9] if "wrong" in t.split("Next step (draft):")[-1] else [0.8, 0.2]
+                for t in texts
+            ],
+            prompt_tokens=50,
+            seconds=0.01,
+        )
 
 
 async def test_oracle_keeps_the_better_step_and_never_asks_the_base_twice():
     draft = ScriptedEndpoint("draft", draft_handler)
     base = ScriptedEndpoint("base", base_handler)
     scorer = BaseModelScorer(base, get_format("instruct"), method="average")
-    graph = create_specreason_graph(draft, base, judge=OracleJudge(base, scorer),
-                                    config=SpecReasonConfig())
+    graph = create_specreason_graph(
+        draft, base, judge=OracleJudge(base, scorer), config=SpecReasonConfig()
+    )
     out = await graph.ainvoke(QUESTION)
     # step 1: the base step (8) beats "D1 wrong." (1): escalated; others tie (8 vs 8): kept
     assert [s["decision"] for s in out["steps"]] == ["accepted", "rewritten", "accepted"]
@@ -97,8 +103,10 @@ async def test_router_judge_escalates_at_tau_without_base_judging():
     assert out["steps"][1]["verdict"]["p_escalate"] == pytest.approx(0.9)
     # the router read the question, the tagged prefix and the draft step, cut to its window
     assert router.texts[2] == router_text(
-        "What is 12*7?", [{"author": "draft", "text": "D0."}, {"author": "base", "text": "B1."}],
-        "D2 so 84.")
+        "What is 12*7?",
+        [{"author": "draft", "text": "D0."}, {"author": "base", "text": "B1."}],
+        "D2 so 84.",
+    )
     assert router.truncates == [512, 512, 512]
 
 
@@ -124,15 +132,22 @@ def test_router_text_tags_authors_and_marks_empty_prefix():
     text = router_text("Q?", [], "Step.")
     assert text == "Question: Q?\n\nReasoning so far:\n(none)\n\nNext step (draft):\nStep."
     assert "[base] B." in router_text("Q?", [{"author": "base", "text": "B.\n\n"}], "S.")
-    assert "[base]" not in router_text("Q?", [{"author": "base", "text": "B."}], "S.",
-                                       tag_authors=False)
+    assert "[base]" not in router_text(
+        "Q?", [{"author": "base", "text": "B."}], "S.", tag_authors=False
+    )
 
 
 def test_arbitrage_and_oracle_runs():
-    runs = expand_runs(["base", "specreason", "arbitrage", "oracle"], [7.0], ["greedy"],
-                       parse_taus("0.3,0.5"), 0.5)
-    assert runs == [Run("base"), Run("specreason", 7.0, "greedy"), Run("arbitrage", 0.3),
-                    Run("arbitrage", 0.5), Run("oracle", 0.5, "average")]
+    runs = expand_runs(
+        ["base", "specreason", "arbitrage", "oracle"], [7.0], ["greedy"], parse_taus("0.3,0.5"), 0.5
+    )
+    assert runs == [
+        Run("base"),
+        Run("specreason", 7.0, "greedy"),
+        Run("arbitrage", 0.3),
+        Run("arbitrage", 0.5),
+        Run("oracle", 0.5, "average"),
+    ]
     assert Run("arbitrage", 0.5).label == "arbitrage tau=0.5"
     for bad in ("1.5", "x", ""):
         with pytest.raises(ConfigError, match="tau"):
@@ -146,21 +161,31 @@ async def test_label_problems_concurrently_then_resume(tmp_path):
     problems = [Problem(f"p{i}", f"What is 12*{i}?", str(12 * i), "number") for i in range(3)]
     draft = ScriptedEndpoint("draft", draft_handler)
     base = ScriptedEndpoint("base", base_handler)
-    summary = await label_problems(draft, base, problems, tmp_path, config=SpecReasonConfig(),
-                                   concurrency=2, progress=False)
+    summary = await label_problems(
+        draft, base, problems, tmp_path, config=SpecReasonConfig(), concurrency=2, progress=False
+    )
     assert (summary.problems_done, summary.steps, summary.escalated) == (3, 9, 3)
     lines = [json.loads(x) for x in (tmp_path / "labels.jsonl").read_text().splitlines()]
     assert sorted((r["problem_id"], r["step_index"]) for r in lines) == [
-        (f"p{i}", j) for i in range(3) for j in range(3)]
+        (f"p{i}", j) for i in range(3) for j in range(3)
+    ]
     assert {r["question"] for r in lines if r["problem_id"] == "p2"} == {"What is 12*2?"}
     calls = len(base.requests)
-    again = await label_problems(draft, base, problems, tmp_path, config=SpecReasonConfig(),
-                                 progress=False)
+    again = await label_problems(
+        draft, base, problems, tmp_path, config=SpecReasonConfig(), progress=False
+    )
     assert (again.problems_done, again.problems_skipped) == (0, 3)
     assert len(base.requests) == calls  # nothing redone
     with pytest.raises(ConfigError, match="concurrency must be at least 1"):
-        await label_problems(draft, base, problems, tmp_path, config=SpecReasonConfig(),
-                             concurrency=0, progress=False)
+        await label_problems(
+            draft,
+            base,
+            problems,
+            tmp_path,
+            config=SpecReasonConfig(),
+            concurrency=0,
+            progress=False,
+        )
 
 
 class ScoringBase(ScriptedEndpoint):
@@ -183,8 +208,13 @@ class ScoringBase(ScriptedEndpoint):
         last = text.rsplit("\n\n", 2)[-2] if text.count("\n\n") >= 2 else text
         low = "wrong" in last
         values = [None] + [-6.0 if low and chr(t).isdigit() else -0.1 for t in token_ids[1:]]
-        return PromptLogprobs(values, [None] + [chr(t) for t in token_ids[1:]],
-                              prompt_tokens=len(token_ids), cached_tokens=0, seconds=0.01)
+        return PromptLogprobs(
+            values,
+            [None] + [chr(t) for t in token_ids[1:]],
+            prompt_tokens=len(token_ids),
+            cached_tokens=0,
+            seconds=0.01,
+        )
 
 
 async def test_label_with_the_likelihood_scorer(tmp_path):
@@ -193,9 +223,15 @@ async def test_label_with_the_likelihood_scorer(tmp_path):
 
     problems = [Problem("p0", "What is 12*7?", "84", "number")]
     base = ScoringBase()
-    summary = await label_problems(ScriptedEndpoint("draft", draft_handler), base, problems,
-                                   tmp_path, config=SpecReasonConfig(), scorer="likelihood",
-                                   progress=False)
+    summary = await label_problems(
+        ScriptedEndpoint("draft", draft_handler),
+        base,
+        problems,
+        tmp_path,
+        config=SpecReasonConfig(),
+        scorer="likelihood",
+        progress=False,
+    )
     rows = [json.loads(x) for x in (tmp_path / "labels.jsonl").read_text().splitlines()]
     assert summary.steps == len(rows) == 3
     assert not any(is_judge(r) for r in base.requests)  # no 0-9 judge call: token scoring
@@ -209,6 +245,12 @@ async def test_label_rejects_an_unknown_scorer(tmp_path):
     from langchain_specreason.lab.training.label import label_problems
 
     with pytest.raises(ConfigError, match="unknown step scorer 'vibes'"):
-        await label_problems(ScriptedEndpoint("draft", draft_handler), ScoringBase(), [],
-                             tmp_path, config=SpecReasonConfig(), scorer="vibes",
-                             progress=False)
+        await label_problems(
+            ScriptedEndpoint("draft", draft_handler),
+            ScoringBase(),
+            [],
+            tmp_path,
+            config=SpecReasonConfig(),
+            scorer="vibes",
+            progress=False,
+        )

@@ -61,8 +61,9 @@ def test_the_package_has_the_four_layers() -> None:
 
 @pytest.mark.parametrize("module", sorted(GRAPH))
 def test_imports_go_downward_only(module: str) -> None:
-    upward = sorted(target for target in GRAPH[module]
-                    if LAYERS[_layer(target)] > LAYERS[_layer(module)])
+    upward = sorted(
+        target for target in GRAPH[module] if LAYERS[_layer(target)] > LAYERS[_layer(module)]
+    )
     assert upward == [], f"{module} ({_layer(module)}) imports a higher layer: {upward}"
 
 
@@ -76,7 +77,7 @@ def test_no_import_circle() -> None:
         state[module] = 1
         for target in sorted(GRAPH[module]):
             if state.get(target) == 1:
-                circles.append([*path[path.index(target):], target])
+                circles.append([*path[path.index(target) :], target])
             elif target not in state:
                 visit(target, [*path, target])
         state[module] = 2
@@ -87,10 +88,10 @@ def test_no_import_circle() -> None:
     assert circles == []
 
 
-def _readme_tree() -> dict[str, set[str]]:
-    """The README's architecture map: folder (relative to the package) -> entries it lists."""
-    readme = (PACKAGE.parent / "README.md").read_text()
-    block = readme.split("## Architecture", 1)[1].split("```", 2)[1]
+def _map_tree() -> dict[str, set[str]]:
+    """CONTRIBUTING.md's architecture map: folder (relative to the package) -> entries it lists."""
+    text = (PACKAGE.parent / "CONTRIBUTING.md").read_text()
+    block = text.split("\n## Architecture\n", 1)[1].split("```", 2)[1]
     tree: dict[str, set[str]] = {}
     path: list[str] = []
     for line in block.splitlines():
@@ -107,13 +108,16 @@ def _readme_tree() -> dict[str, set[str]]:
 
 def _real(folder: str) -> set[str]:
     here = PACKAGE / folder if folder else PACKAGE
-    return {p.name + ("/" if p.is_dir() else "") for p in here.iterdir()
-            if p.name not in ("__init__.py", "__main__.py", "__pycache__", "py.typed")
-            and (p.is_dir() or p.suffix == ".py")}
+    return {
+        p.name + ("/" if p.is_dir() else "")
+        for p in here.iterdir()
+        if p.name not in ("__init__.py", "__main__.py", "__pycache__", "py.typed")
+        and (p.is_dir() or p.suffix == ".py")
+    }
 
 
-def test_the_readme_architecture_map_matches_the_package():
-    tree = _readme_tree()
+def test_the_contributing_architecture_map_matches_the_package():
+    tree = _map_tree()
     assert tree[""] == _real("")  # every top-level module and folder, nothing that is gone
     for folder, listed in tree.items():
-        assert listed == _real(folder), f"README's map of {folder or 'the package'}"
+        assert listed == _real(folder), f"CONTRIBUTING.md's map of {folder or 'the package'}"

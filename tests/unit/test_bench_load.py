@@ -38,31 +38,37 @@ def test_replicas_parse_in_order():
     assert load.parse_replicas("3") == [3]
 
 
-@pytest.mark.parametrize(("text", "match"), [
-    ("", "at least one replica count"),
-    ("1,x", "'x' is not an integer"),
-    ("0", "positive integers, got 0"),
-    ("1,-2", "positive integers, got -2"),
-    ("1,2,1", "names 1 twice"),
-    ("1.5", "'1.5' is not an integer"),
-])
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("", "at least one replica count"),
+        ("1,x", "'x' is not an integer"),
+        ("0", "positive integers, got 0"),
+        ("1,-2", "positive integers, got -2"),
+        ("1,2,1", "names 1 twice"),
+        ("1.5", "'1.5' is not an integer"),
+    ],
+)
 def test_bad_replica_lists_are_refused(text, match):
     with pytest.raises(ConfigError, match=match):
         load.parse_replicas(text)
 
 
-@pytest.mark.parametrize(("argv", "match"), [
-    (["--requests", "0"], r"--requests must be at least 1, got 0"),
-    (["--requests", "4", "--concurrency", "0"], r"--concurrency must be at least 1, got 0"),
-    (["--draft-url", "http://draft.invalid/v1"], "give both --draft-url and --base-url"),
-    (["--base-url", "http://base.invalid/v1"], "give both --draft-url and --base-url"),
-    ([*URLS, "--replicas", "1,2"], "give one --replicas value"),
-    ([*URLS, "--replicas", "1", "--budget", "0"], "budget"),
-    ([*URLS, "--replicas", "1", "--temperature", "5"], "temperature"),
-    ([*URLS, "--replicas", "1", "--judge", "nope"], "unknown judge 'nope'"),
-    ([*URLS, "--replicas", "1", "--timeout", "0"], "--timeout must be positive"),
-    (["--replicas", "0,1"], "positive integers, got 0"),
-])
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["--requests", "0"], r"--requests must be at least 1, got 0"),
+        (["--requests", "4", "--concurrency", "0"], r"--concurrency must be at least 1, got 0"),
+        (["--draft-url", "http://draft.invalid/v1"], "give both --draft-url and --base-url"),
+        (["--base-url", "http://base.invalid/v1"], "give both --draft-url and --base-url"),
+        ([*URLS, "--replicas", "1,2"], "give one --replicas value"),
+        ([*URLS, "--replicas", "1", "--budget", "0"], "budget"),
+        ([*URLS, "--replicas", "1", "--temperature", "5"], "temperature"),
+        ([*URLS, "--replicas", "1", "--judge", "nope"], "unknown judge 'nope'"),
+        ([*URLS, "--replicas", "1", "--timeout", "0"], "--timeout must be positive"),
+        (["--replicas", "0,1"], "positive integers, got 0"),
+    ],
+)
 def test_bad_flags_fail_before_any_server(argv, match):
     with pytest.raises(ConfigError, match=match):
         plan_of(*argv)
@@ -77,17 +83,33 @@ def test_plan_defaults_and_url_label(tmp_path):
     plan = plan_of(*URLS, "--replicas", "2", "--requests", "5", "--out", str(tmp_path))
     assert plan.explicit and plan.replicas == [2]
     assert plan.requests == 5 and plan.concurrency == 5  # default: all at once
-    assert plan.model_settings == {"budget": 256, "step_max_tokens": 64,
-                                   "answer_max_tokens": 128, "temperature": 0.0, "seed": 0,
-                                   "judge": DEFAULT_JUDGE, "timeout": 600.0,
-                                   "family": "instruct"}
+    assert plan.model_settings == {
+        "budget": 256,
+        "step_max_tokens": 64,
+        "answer_max_tokens": 128,
+        "temperature": 0.0,
+        "seed": 0,
+        "judge": DEFAULT_JUDGE,
+        "timeout": 600.0,
+        "family": "instruct",
+    }
     assert plan.meta_settings["servers"] == "given by URL"
     assert "replicas" not in plan.meta_settings  # a folder may gain replica counts later
 
 
 def test_plan_with_a_profile_keeps_the_replica_order(tmp_path):
-    plan = plan_of("--profile", "cpu-test", "--replicas", "2,1", "--requests", "3",
-                   "--concurrency", "2", "--out", str(tmp_path))
+    plan = plan_of(
+        "--profile",
+        "cpu-test",
+        "--replicas",
+        "2,1",
+        "--requests",
+        "3",
+        "--concurrency",
+        "2",
+        "--out",
+        str(tmp_path),
+    )
     assert not plan.explicit
     assert plan.replicas == [2, 1] and plan.concurrency == 2
     assert plan.meta_settings["servers"] == "profile cpu-test"
@@ -101,12 +123,27 @@ def test_bench_load_is_dispatched_from_bench():
 # -- the summary (pure) -------------------------------------------------------------------
 
 
-def rec(n: int, i: int, *, latency: float, start: float = 0.0, ok: bool = True,
-        correct: bool = True, tokens: int | None = 10) -> dict[str, Any]:
-    r = {"replicas": n, "request": i, "problem_id": f"p{i}", "ok": ok,
-         "error": None if ok else {"type": "EndpointError", "message": "boom"},
-         "latency_s": latency, "started_s": start, "ended_s": start + latency,
-         "correct": correct and ok}
+def rec(
+    n: int,
+    i: int,
+    *,
+    latency: float,
+    start: float = 0.0,
+    ok: bool = True,
+    correct: bool = True,
+    tokens: int | None = 10,
+) -> dict[str, Any]:
+    r = {
+        "replicas": n,
+        "request": i,
+        "problem_id": f"p{i}",
+        "ok": ok,
+        "error": None if ok else {"type": "EndpointError", "message": "boom"},
+        "latency_s": latency,
+        "started_s": start,
+        "ended_s": start + latency,
+        "correct": correct and ok,
+    }
     if ok:
         r.update(completion_tokens=tokens, steps_accepted=2, steps_rewritten=1)
     return r
@@ -114,9 +151,12 @@ def rec(n: int, i: int, *, latency: float, start: float = 0.0, ok: bool = True,
 
 def test_summary_of_hand_made_records():
     records = [rec(1, i, latency=float(10 * (i + 1))) for i in range(4)]  # 10, 20, 30, 40
-    records += [rec(2, 0, latency=5.0, start=1.0), rec(2, 1, latency=15.0, start=1.0),
-                rec(2, 2, latency=99.0, start=2.0, ok=False),
-                rec(2, 3, latency=10.0, start=1.0, correct=False)]
+    records += [
+        rec(2, 0, latency=5.0, start=1.0),
+        rec(2, 1, latency=15.0, start=1.0),
+        rec(2, 2, latency=99.0, start=2.0, ok=False),
+        rec(2, 3, latency=10.0, start=1.0, correct=False),
+    ]
     summary = load.summarise(records)
     one, two = summary["rows"]
     assert one["replicas"] == 1 and two["replicas"] == 2
@@ -140,8 +180,12 @@ def test_summary_of_hand_made_records():
 
 
 def test_summary_markdown_has_the_table_the_speedup_and_the_cpu_note():
-    records = [rec(1, 0, latency=10.0), rec(1, 1, latency=20.0),
-               rec(2, 0, latency=5.0), rec(2, 1, latency=10.0, ok=False)]
+    records = [
+        rec(1, 0, latency=10.0),
+        rec(1, 1, latency=20.0),
+        rec(2, 0, latency=5.0),
+        rec(2, 1, latency=10.0, ok=False),
+    ]
     text = load.render_markdown(load.summarise(records), {"settings": {"requests": 2}})
     assert "- requests: `2`" in text
     assert "| 1 | 2 | 0 | 20.0 | 6.00 | 1.0 | 15.0 | 19.0 | 20.0 | 2/2 |" in text
@@ -211,6 +255,7 @@ class SlowEndpoint(ScriptedEndpoint):
 
 def scripted_model(*, fail: int | None = None, **kwargs) -> ChatSpecReason:
     """Draft: one step with the right sum; base: judges 9 and answers; fails for ``fail``."""
+
     def draft(request):
         return step(f"The answer is {question_sum(request)}.", end=True)
 
@@ -219,12 +264,23 @@ def scripted_model(*, fail: int | None = None, **kwargs) -> ChatSpecReason:
             raise RuntimeError("base server fell over")
         if is_judge(request):
             return score("9")
-        return Completion(text=f"The answer is {question_sum(request)}.", finish_reason="stop",
-                          completion_tokens=6, seconds=0.01)
+        return Completion(
+            text=f"The answer is {question_sum(request)}.",
+            finish_reason="stop",
+            completion_tokens=6,
+            seconds=0.01,
+        )
 
-    return ChatSpecReason(draft_endpoint=SlowEndpoint("draft", draft),
-                          base_endpoint=SlowEndpoint("base", base), judge="score",
-                          budget=64, step_max_tokens=16, temperature=0.0, seed=0, **kwargs)
+    return ChatSpecReason(
+        draft_endpoint=SlowEndpoint("draft", draft),
+        base_endpoint=SlowEndpoint("base", base),
+        judge="score",
+        budget=64,
+        step_max_tokens=16,
+        temperature=0.0,
+        seed=0,
+        **kwargs,
+    )
 
 
 @dataclass
@@ -250,8 +306,18 @@ def fake_world(opened: list[int], *, fail: int | None = None):
 
 
 def test_plan(tmp_path, *, replicas=(1, 2), requests=4, concurrency=None) -> load.LoadPlan:
-    argv = ["--profile", "cpu-test", "--replicas", ",".join(map(str, replicas)),
-            "--requests", str(requests), "--judge", "score", "--out", str(tmp_path)]
+    argv = [
+        "--profile",
+        "cpu-test",
+        "--replicas",
+        ",".join(map(str, replicas)),
+        "--requests",
+        str(requests),
+        "--judge",
+        "score",
+        "--out",
+        str(tmp_path),
+    ]
     if concurrency is not None:
         argv += ["--concurrency", str(concurrency)]
     return plan_of(*argv)
@@ -263,12 +329,18 @@ test_plan.__test__ = False  # a helper, not a test
 async def test_a_run_writes_one_line_per_request_and_the_report(tmp_path):
     opened: list[int] = []
     open_servers, make_model = fake_world(opened, fail=6)  # problem p3 (3+3) fails
-    paths = await load.execute(test_plan(tmp_path), PROBLEMS, open_servers=open_servers,
-                               make_model=make_model, progress=False)
+    paths = await load.execute(
+        test_plan(tmp_path),
+        PROBLEMS,
+        open_servers=open_servers,
+        make_model=make_model,
+        progress=False,
+    )
     assert opened == [1, 2]  # in order, one set at a time
     records = read_records(tmp_path / "results.jsonl")
     assert sorted((r["replicas"], r["request"]) for r in records) == [
-        (n, i) for n in (1, 2) for i in range(4)]
+        (n, i) for n in (1, 2) for i in range(4)
+    ]
     by_id = {(r["replicas"], r["problem_id"]): r for r in records}
     good, bad = by_id[(1, "p1")], by_id[(1, "p3")]
     assert good["ok"] is True and good["error"] is None and good["correct"] is True
@@ -280,8 +352,9 @@ async def test_a_run_writes_one_line_per_request_and_the_report(tmp_path):
     assert bad["error"]["type"] == "RuntimeError" and "fell over" in bad["error"]["message"]
     assert [p.name for p in paths] == ["summary.md", "summary.json", "latency.png"]
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert [(r["replicas"], r["requests"], r["failures"], r["correct"])
-            for r in summary["rows"]] == [(1, 4, 1, 3), (2, 4, 1, 3)]
+    assert [
+        (r["replicas"], r["requests"], r["failures"], r["correct"]) for r in summary["rows"]
+    ] == [(1, 4, 1, 3), (2, 4, 1, 3)]
     assert "2" in summary["speedup_over_1"]
     text = (tmp_path / "summary.md").read_text()
     assert "| 3/4 |" in text and "base model: base-m" in text
@@ -296,15 +369,21 @@ async def test_resume_skips_done_counts_and_reruns_a_partial_one_whole(tmp_path,
     opened: list[int] = []
     open_servers, make_model = fake_world(opened)
     plan = test_plan(tmp_path, replicas=(1,))
-    await load.execute(plan, PROBLEMS, open_servers=open_servers, make_model=make_model,
-                       progress=False)
+    await load.execute(
+        plan, PROBLEMS, open_servers=open_servers, make_model=make_model, progress=False
+    )
     # an interrupted 2-replica batch left two lines, one a failure
     with (tmp_path / "results.jsonl").open("a") as fh:
         for r in (rec(2, 0, latency=1.0, ok=False), rec(2, 1, latency=1.0)):
             fh.write(json.dumps({**r, "stale": True}) + "\n")
     opened.clear()
-    await load.execute(test_plan(tmp_path, replicas=(1, 2)), PROBLEMS,
-                       open_servers=open_servers, make_model=make_model, progress=False)
+    await load.execute(
+        test_plan(tmp_path, replicas=(1, 2)),
+        PROBLEMS,
+        open_servers=open_servers,
+        make_model=make_model,
+        progress=False,
+    )
     assert opened == [2]  # 1 replica was complete: its servers are not started again
     err = capsys.readouterr().err
     assert "1 replica(s): all 4 requests already in" in err and "skipped" in err
@@ -312,11 +391,17 @@ async def test_resume_skips_done_counts_and_reruns_a_partial_one_whole(tmp_path,
     records = read_records(tmp_path / "results.jsonl")
     assert not any(r.get("stale") for r in records)
     assert sorted((r["replicas"], r["request"]) for r in records) == [
-        (n, i) for n in (1, 2) for i in range(4)]
+        (n, i) for n in (1, 2) for i in range(4)
+    ]
     assert all(r["ok"] for r in records)
     opened.clear()
-    await load.execute(test_plan(tmp_path, replicas=(1, 2)), PROBLEMS,
-                       open_servers=open_servers, make_model=make_model, progress=False)
+    await load.execute(
+        test_plan(tmp_path, replicas=(1, 2)),
+        PROBLEMS,
+        open_servers=open_servers,
+        make_model=make_model,
+        progress=False,
+    )
     assert opened == []  # all done: nothing started, the report is rewritten
     assert len(json.loads((tmp_path / "summary.json").read_text())["rows"]) == 2
 
@@ -324,19 +409,30 @@ async def test_resume_skips_done_counts_and_reruns_a_partial_one_whole(tmp_path,
 async def test_resume_with_other_settings_is_refused(tmp_path):
     opened: list[int] = []
     open_servers, make_model = fake_world(opened)
-    await load.execute(test_plan(tmp_path, replicas=(1,), concurrency=2), PROBLEMS,
-                       open_servers=open_servers, make_model=make_model, progress=False)
+    await load.execute(
+        test_plan(tmp_path, replicas=(1,), concurrency=2),
+        PROBLEMS,
+        open_servers=open_servers,
+        make_model=make_model,
+        progress=False,
+    )
     opened.clear()
     with pytest.raises(ConfigError, match="made with requests=4, not 3"):
-        await load.execute(test_plan(tmp_path, replicas=(1, 2), requests=3, concurrency=2),
-                           PROBLEMS,
-                           open_servers=open_servers, make_model=make_model, progress=False)
+        await load.execute(
+            test_plan(tmp_path, replicas=(1, 2), requests=3, concurrency=2),
+            PROBLEMS,
+            open_servers=open_servers,
+            make_model=make_model,
+            progress=False,
+        )
     assert opened == []  # refused before any server starts
 
 
 def max_overlap(records: list[dict[str, Any]]) -> int:
-    events = sorted([(r["started_s"], 1) for r in records] + [(r["ended_s"], -1) for r in records],
-                    key=lambda e: (e[0], e[1]))  # an end before a start at the same instant
+    events = sorted(
+        [(r["started_s"], 1) for r in records] + [(r["ended_s"], -1) for r in records],
+        key=lambda e: (e[0], e[1]),
+    )  # an end before a start at the same instant
     now = most = 0
     for _, delta in events:
         now += delta
@@ -363,8 +459,13 @@ async def test_execute_refuses_fewer_problems_than_requests(tmp_path):
     opened: list[int] = []
     open_servers, make_model = fake_world(opened)
     with pytest.raises(ConfigError, match="only 4 problems"):
-        await load.execute(test_plan(tmp_path, requests=5), PROBLEMS,
-                           open_servers=open_servers, make_model=make_model, progress=False)
+        await load.execute(
+            test_plan(tmp_path, requests=5),
+            PROBLEMS,
+            open_servers=open_servers,
+            make_model=make_model,
+            progress=False,
+        )
     assert opened == []
 
 
@@ -374,8 +475,10 @@ async def test_execute_refuses_fewer_problems_than_requests(tmp_path):
 async def test_given_urls_are_used_as_they_are_and_the_count_is_a_label(tmp_path):
     plan = plan_of(*URLS, "--replicas", "3", "--out", str(tmp_path), "--api-key", "sk-x")
     async with load.open_servers(plan, 3) as (servers, facts):
-        assert (servers.draft_url, servers.base_url) == ("http://draft.invalid/v1",
-                                                         "http://base.invalid/v1")
+        assert (servers.draft_url, servers.base_url) == (
+            "http://draft.invalid/v1",
+            "http://base.invalid/v1",
+        )
         assert servers.api_key == "sk-x"
         assert facts == {"replicas": 3, "replicas_label_only": True}
 
@@ -399,8 +502,9 @@ async def test_a_profile_is_launched_with_n_replicas_and_stopped_after(tmp_path,
             events.append(("stop",))
 
     monkeypatch.setattr(load, "Launcher", FakeLauncher)
-    plan = plan_of("--profile", "cpu-test", "--replicas", "1,2", "--out", str(tmp_path),
-                   "--api-key", "sk-y")
+    plan = plan_of(
+        "--profile", "cpu-test", "--replicas", "1,2", "--out", str(tmp_path), "--api-key", "sk-y"
+    )
     async with load.open_servers(plan, 2) as (servers, facts):
         assert events == [("init", "cpu-test", 2, "sk-y"), ("start",)]
         assert servers.base_url == "http://127.0.0.1:8102/v1" and servers.api_key == "sk-y"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_specreason.errors import ConfigError, ServeError
 from langchain_specreason.cli import build_parser, main
+from langchain_specreason.errors import ConfigError, ServeError
 from langchain_specreason.lab.bench.command import default_out, make_plan
 from langchain_specreason.lab.bench.modes import (
     Run,
@@ -40,9 +40,13 @@ def test_parse_lists():
 
 def test_thresholds_sweep_only_specreason_modes():
     runs = expand_runs(["base", "specreason", "specreason+sd"], [5.0, 9.0], ["greedy"])
-    assert runs == [Run("base"), Run("specreason", 5.0, "greedy"),
-                    Run("specreason", 9.0, "greedy"), Run("specreason+sd", 5.0, "greedy", "sd"),
-                    Run("specreason+sd", 9.0, "greedy", "sd")]
+    assert runs == [
+        Run("base"),
+        Run("specreason", 5.0, "greedy"),
+        Run("specreason", 9.0, "greedy"),
+        Run("specreason+sd", 5.0, "greedy", "sd"),
+        Run("specreason+sd", 9.0, "greedy", "sd"),
+    ]
     assert Run("specreason", 7.0, "average").label == "specreason t=7 average"
     assert Run("base").key("p1") == ("base", None, None, None, None, 0, "p1")
 
@@ -61,8 +65,12 @@ def test_sd_runs_on_different_speculators_are_different_runs():
 
 
 def test_runs_are_grouped_by_the_base_server_they_need():
-    runs = expand_runs(["sd", "base", "specreason+sd", "draft", "specreason"], [7.0], ["greedy"],
-                       sd_variant="ngram")
+    runs = expand_runs(
+        ["sd", "base", "specreason+sd", "draft", "specreason"],
+        [7.0],
+        ["greedy"],
+        sd_variant="ngram",
+    )
     groups = group_by_variant(runs)
     assert [variant for variant, _ in groups] == [None, "ngram"]
     assert [r.mode for r in groups[0][1]] == ["base", "draft", "specreason"]
@@ -88,9 +96,24 @@ def test_profile_must_have_the_variant():
 def test_plan_from_flags(tmp_path):
     path = tmp_path / "q.jsonl"
     path.write_text('{"question": "1+1?", "answer": "2"}\n{"question": "2+2?", "answer": "4"}\n')
-    args = build_parser().parse_args([
-        "bench", *URLS, "--dataset", str(path), "--modes", "base,specreason",
-        "--threshold", "5,9", "--budget", "64", "--seed", "3", "--out", str(tmp_path / "o")])
+    args = build_parser().parse_args(
+        [
+            "bench",
+            *URLS,
+            "--dataset",
+            str(path),
+            "--modes",
+            "base,specreason",
+            "--threshold",
+            "5,9",
+            "--budget",
+            "64",
+            "--seed",
+            "3",
+            "--out",
+            str(tmp_path / "o"),
+        ]
+    )
     plan = make_plan(args)
     assert [len(p) for p in (plan.problems, plan.groups)] == [2, 1]
     assert [r.label for r in plan.groups[0][1]] == ["base", "specreason t=5", "specreason t=9"]
@@ -108,13 +131,16 @@ def test_default_out_folder():
     assert str(default_out("data/my.jsonl", when)) == "runs/bench-my-20250102-030405"
 
 
-@pytest.mark.parametrize(("flags", "message"), [
-    (["--modes", "base,turbo"], "unknown mode 'turbo'"),
-    (["--dataset", "mmlu"], "unknown dataset 'mmlu'"),
-    (["--modes", "sd"], "--sd-base-url"),
-    (["--budget", "0"], "budget: Input should be greater than 0"),
-    (["--report-only"], "--report-only needs --out"),
-])
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--modes", "base,turbo"], "unknown mode 'turbo'"),
+        (["--dataset", "mmlu"], "unknown dataset 'mmlu'"),
+        (["--modes", "sd"], "--sd-base-url"),
+        (["--budget", "0"], "budget: Input should be greater than 0"),
+        (["--report-only"], "--report-only needs --out"),
+    ],
+)
 def test_cli_reports_typed_errors_in_one_line(flags, message, capsys):
     assert main(["bench", *URLS, *flags]) == 2
     err = capsys.readouterr().err
@@ -127,24 +153,40 @@ def test_bench_report_on_a_folder_without_results(tmp_path, capsys):
 
 
 def test_judges_expand_on_their_own_threshold_scales():
-    runs = expand_runs(["specreason"], [7.0], ["greedy"], judges=["score", "likelihood",
-                                                                   "arithmetic",
-                                                                   "arithmetic+likelihood"],
-                       logprob_thresholds=[-3.5, -5.0])
-    assert runs == [Run("specreason", 7.0, "greedy"),
-                    Run("specreason", -3.5, None, None, "likelihood"),
-                    Run("specreason", -5.0, None, None, "likelihood"),
-                    Run("specreason", None, None, None, "arithmetic"),
-                    Run("specreason", -3.5, None, None, "arithmetic+likelihood"),
-                    Run("specreason", -5.0, None, None, "arithmetic+likelihood")]
+    runs = expand_runs(
+        ["specreason"],
+        [7.0],
+        ["greedy"],
+        judges=["score", "likelihood", "arithmetic", "arithmetic+likelihood"],
+        logprob_thresholds=[-3.5, -5.0],
+    )
+    assert runs == [
+        Run("specreason", 7.0, "greedy"),
+        Run("specreason", -3.5, None, None, "likelihood"),
+        Run("specreason", -5.0, None, None, "likelihood"),
+        Run("specreason", None, None, None, "arithmetic"),
+        Run("specreason", -3.5, None, None, "arithmetic+likelihood"),
+        Run("specreason", -5.0, None, None, "arithmetic+likelihood"),
+    ]
     assert runs[4].label == "specreason arithmetic+likelihood t=-3.5"
     assert runs[3].label == "specreason arithmetic"
     # older result lines (no judge) are the score judge's; the judge is part of the key
     assert Run.of({"mode": "specreason", "threshold": 7, "score_method": "greedy"}) == runs[0]
-    assert Run.of({"mode": "specreason", "threshold": 7, "score_method": "greedy",
-                   "judge": "score"}) == runs[0]
-    assert Run.of({"mode": "specreason", "threshold": -3.5, "score_method": "greedy",
-                   "judge": "likelihood"}) == runs[1]
+    assert (
+        Run.of({"mode": "specreason", "threshold": 7, "score_method": "greedy", "judge": "score"})
+        == runs[0]
+    )
+    assert (
+        Run.of(
+            {
+                "mode": "specreason",
+                "threshold": -3.5,
+                "score_method": "greedy",
+                "judge": "likelihood",
+            }
+        )
+        == runs[1]
+    )
     assert runs[1].key("p") != Run("specreason", -3.5, None).key("p")
 
 
@@ -157,11 +199,14 @@ def test_judge_settings_reach_the_config():
     assert BenchSettings().config(Run("specreason", 5.0, "average")).judge == "score"
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("0.5", "log-probability threshold is at most 0"),
-    ("-1,abc", "log-probability threshold 'abc' is not a number"),
-    (" ", "--logprob-threshold is empty"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("0.5", "log-probability threshold is at most 0"),
+        ("-1,abc", "log-probability threshold 'abc' is not a number"),
+        (" ", "--logprob-threshold is empty"),
+    ],
+)
 def test_bad_logprob_thresholds(text, message):
     with pytest.raises(ConfigError, match=message):
         parse_logprob_thresholds(text)
@@ -175,13 +220,28 @@ def test_bad_judge_names():
 
 
 def test_base_first_steps_are_part_of_a_runs_identity():
-    runs = expand_runs(["specreason"], [7.0], ["greedy"], judges=["arithmetic+likelihood"],
-                       logprob_thresholds=[-3.5], base_steps=2)
+    runs = expand_runs(
+        ["specreason"],
+        [7.0],
+        ["greedy"],
+        judges=["arithmetic+likelihood"],
+        logprob_thresholds=[-3.5],
+        base_steps=2,
+    )
     assert runs == [Run("specreason", -3.5, None, None, "arithmetic+likelihood", 2)]
     assert runs[0].label == "specreason arithmetic+likelihood base-first=2 t=-3.5"
     assert runs[0].key("p") != Run("specreason", -3.5, None, None, "arithmetic+likelihood").key("p")
-    assert Run.of({"mode": "specreason", "threshold": -3.5, "judge": "arithmetic+likelihood",
-                   "first_n_base_steps": 2}) == runs[0]
+    assert (
+        Run.of(
+            {
+                "mode": "specreason",
+                "threshold": -3.5,
+                "judge": "arithmetic+likelihood",
+                "first_n_base_steps": 2,
+            }
+        )
+        == runs[0]
+    )
     from langchain_specreason.lab.bench.runner import BenchSettings
 
     assert BenchSettings().config(runs[0]).first_n_base_steps == 2

@@ -12,11 +12,23 @@ CONVERSATION = [{"role": "user", "content": "What is 2+3?"}]
 
 
 def record(text: str, *, score: float | None, prompt_tokens: int, draft: str | None = None):
-    return {"index": 0, "text": text, "author": "draft" if draft is None else "base",
-            "decision": "accepted" if draft is None else "rewritten", "score": score,
-            "draft_text": draft, "tokens": 4, "draft_tokens": 4, "base_tokens": 0,
-            "draft_s": 0.1, "judge_s": 0.1, "rewrite_s": 0.0,
-            "judge_prompt_tokens": prompt_tokens, "judge_cached_tokens": 0, "finish": "delimiter"}
+    return {
+        "index": 0,
+        "text": text,
+        "author": "draft" if draft is None else "base",
+        "decision": "accepted" if draft is None else "rewritten",
+        "score": score,
+        "draft_text": draft,
+        "tokens": 4,
+        "draft_tokens": 4,
+        "base_tokens": 0,
+        "draft_s": 0.1,
+        "judge_s": 0.1,
+        "rewrite_s": 0.0,
+        "judge_prompt_tokens": prompt_tokens,
+        "judge_cached_tokens": 0,
+        "finish": "delimiter",
+    }
 
 
 def words(messages) -> int:
@@ -55,9 +67,8 @@ async def test_floor_is_unknown_when_the_server_cannot_tokenize():
     steps = [record("A step.\n\n", score=9.0, prompt_tokens=30)]
     with loopback_server(lambda path, body: (404, None)) as url:
         base = OpenAIEndpoint(f"{url}/v1", model="m", name="base")
-        assert await judge_prefill_floor(base, CONVERSATION, get_format("instruct"),
-                                         steps) is None
-    nobody = OpenAIEndpoint("http://127.0.0.1:9/v1", model="m", name="base", timeout=2,
-                            max_retries=0)
-    assert await judge_prefill_floor(nobody, CONVERSATION, get_format("instruct"),
-                                     steps) is None
+        assert await judge_prefill_floor(base, CONVERSATION, get_format("instruct"), steps) is None
+    nobody = OpenAIEndpoint(
+        "http://127.0.0.1:9/v1", model="m", name="base", timeout=2, max_retries=0
+    )
+    assert await judge_prefill_floor(nobody, CONVERSATION, get_format("instruct"), steps) is None

@@ -21,17 +21,39 @@ from langchain_specreason.lab.bench.report import (
     write_report,
 )
 
-ZERO = dict(steps_drafted=0, steps_accepted=0, steps_rewritten=0, steps_base=0, judge_calls=0,
-            judge_prefill_tokens=0, draft_s=0.0, judge_s=0.0, rewrite_s=0.0, answer_s=0.0,
-            overhead_s=0.0, error=None)
+ZERO = dict(
+    steps_drafted=0,
+    steps_accepted=0,
+    steps_rewritten=0,
+    steps_base=0,
+    judge_calls=0,
+    judge_prefill_tokens=0,
+    draft_s=0.0,
+    judge_s=0.0,
+    rewrite_s=0.0,
+    answer_s=0.0,
+    overhead_s=0.0,
+    error=None,
+)
 
 
 def result(mode, pid, latency, correct, threshold=None, hits=None, **extra):
-    server = None if hits is None else {"base": {"prefix_cache_queries": 100.0,
-                                                 "prefix_cache_hits": float(hits)}}
-    return {**ZERO, "mode": mode, "threshold": threshold,
-            "score_method": "greedy" if threshold is not None else None, "problem_id": pid,
-            "latency_s": latency, "correct": correct, "server": server, **extra}
+    server = (
+        None
+        if hits is None
+        else {"base": {"prefix_cache_queries": 100.0, "prefix_cache_hits": float(hits)}}
+    )
+    return {
+        **ZERO,
+        "mode": mode,
+        "threshold": threshold,
+        "score_method": "greedy" if threshold is not None else None,
+        "problem_id": pid,
+        "latency_s": latency,
+        "correct": correct,
+        "server": server,
+        **extra,
+    }
 
 
 def synthetic():
@@ -39,16 +61,58 @@ def synthetic():
         result("base", "p1", 10.0, True, answer_s=9.9, overhead_s=0.1),
         result("base", "p2", 20.0, True, answer_s=19.9, overhead_s=0.1),
         result("base", "p3", 30.0, False, answer_s=29.9, overhead_s=0.1),
-        result("specreason", "p1", 4.0, True, 7.0, hits=50, steps_drafted=4, steps_accepted=3,
-               steps_rewritten=1, judge_calls=4, judge_prefill_tokens=200, draft_s=1.0,
-               judge_s=1.0, rewrite_s=1.0, answer_s=0.6, overhead_s=0.4,
-               judge_floor_tokens=120),
-        result("specreason", "p2", 6.0, False, 7.0, hits=70, steps_drafted=4, steps_accepted=1,
-               steps_rewritten=3, judge_calls=4, judge_prefill_tokens=120, draft_s=1.0,
-               judge_s=1.0, rewrite_s=3.0, answer_s=0.4, overhead_s=0.6),
+        result(
+            "specreason",
+            "p1",
+            4.0,
+            True,
+            7.0,
+            hits=50,
+            steps_drafted=4,
+            steps_accepted=3,
+            steps_rewritten=1,
+            judge_calls=4,
+            judge_prefill_tokens=200,
+            draft_s=1.0,
+            judge_s=1.0,
+            rewrite_s=1.0,
+            answer_s=0.6,
+            overhead_s=0.4,
+            judge_floor_tokens=120,
+        ),
+        result(
+            "specreason",
+            "p2",
+            6.0,
+            False,
+            7.0,
+            hits=70,
+            steps_drafted=4,
+            steps_accepted=1,
+            steps_rewritten=3,
+            judge_calls=4,
+            judge_prefill_tokens=120,
+            draft_s=1.0,
+            judge_s=1.0,
+            rewrite_s=3.0,
+            answer_s=0.4,
+            overhead_s=0.6,
+        ),
         # threshold 9 only reached p1 before an interruption
-        result("specreason", "p1", 5.0, True, 9.0, hits=None, steps_drafted=2, steps_accepted=0,
-               steps_rewritten=2, judge_calls=2, judge_prefill_tokens=100, overhead_s=0.5),
+        result(
+            "specreason",
+            "p1",
+            5.0,
+            True,
+            9.0,
+            hits=None,
+            steps_drafted=2,
+            steps_accepted=0,
+            steps_rewritten=2,
+            judge_calls=2,
+            judge_prefill_tokens=100,
+            overhead_s=0.5,
+        ),
     ]
 
 
@@ -61,8 +125,11 @@ def test_percentile_interpolates_like_numpy():
 
 def test_summary_rows():
     rows = summarize(synthetic())
-    assert [r.run for r in rows] == [Run("base"), Run("specreason", 7.0, "greedy"),
-                                     Run("specreason", 9.0, "greedy")]
+    assert [r.run for r in rows] == [
+        Run("base"),
+        Run("specreason", 7.0, "greedy"),
+        Run("specreason", 9.0, "greedy"),
+    ]
     base, t7, t9 = rows
     assert (base.problems, base.correct, base.mean_s, base.p50_s) == (3, 2, 20.0, 20.0)
     assert base.p90_s == pytest.approx(28.0) and base.speedup == 1.0
@@ -90,11 +157,21 @@ def write_folder(path, records, meta=None):
 
 
 def test_report_writes_summary_and_plots(tmp_path):
-    meta = {"settings": {"dataset": "gsm8k", "budget": 1024, "seed": 0},
-            "sessions": [{"machine": {"cpu_count": 2, "usable_cpus": 2, "platform": "Linux"},
-                          "servers": [{"variant": None,
-                                       "draft": {"models": [{"id": "draft-model"}]},
-                                       "base": {"models": [{"id": "base-model"}]}}]}]}
+    meta = {
+        "settings": {"dataset": "gsm8k", "budget": 1024, "seed": 0},
+        "sessions": [
+            {
+                "machine": {"cpu_count": 2, "usable_cpus": 2, "platform": "Linux"},
+                "servers": [
+                    {
+                        "variant": None,
+                        "draft": {"models": [{"id": "draft-model"}]},
+                        "base": {"models": [{"id": "base-model"}]},
+                    }
+                ],
+            }
+        ],
+    }
     write_folder(tmp_path, synthetic(), meta)
     paths = write_report(tmp_path)
     assert [p.name for p in paths] == [SUMMARY_MD, SUMMARY_JSON, ACCURACY_PLOT, TIME_PLOT]
@@ -102,8 +179,10 @@ def test_report_writes_summary_and_plots(tmp_path):
     assert md.startswith("# Benchmark: gsm8k")
     assert "- budget: `1024`" in md and "base model: base-model" in md
     assert "| base | 3 | 66.7% (2) | 20.00 | 20.00 | 28.00 | 1.00× | – |" in md
-    assert ("| specreason t=7 | 2 | 50.0% (1) | 5.00 | 5.00 | 5.80 | 3.00× | 50% | 10.0% | 60% "
-            "| 40 | 30 |") in md
+    assert (
+        "| specreason t=7 | 2 | 50.0% (1) | 5.00 | 5.00 | 5.80 | 3.00× | 50% | 10.0% | 60% "
+        "| 40 | 30 |"
+    ) in md
     assert "| specreason t=9 | 1 |" in md
     summary = json.loads((tmp_path / SUMMARY_JSON).read_text())
     assert [row["label"] for row in summary] == ["base", "specreason t=7", "specreason t=9"]
@@ -149,11 +228,24 @@ def test_result_lines_in_old_words_read_in_todays(tmp_path):
     from langchain_specreason.lab.bench.results import read_records
 
     path = tmp_path / "results.jsonl"
-    path.write_text(json.dumps({"mode": "specreason", "steps_kept": 3, "regenerate_s": 1.5,
-                                "steps": [{"decision": "kept", "regen_s": 0.0},
-                                          {"decision": "rewritten", "regen_s": 2.0}]}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "mode": "specreason",
+                "steps_kept": 3,
+                "regenerate_s": 1.5,
+                "steps": [
+                    {"decision": "kept", "regen_s": 0.0},
+                    {"decision": "rewritten", "regen_s": 2.0},
+                ],
+            }
+        )
+        + "\n"
+    )
     [record] = read_records(path)
     assert record["steps_accepted"] == 3 and record["rewrite_s"] == 1.5
     assert "steps_kept" not in record and "regenerate_s" not in record
-    assert record["steps"] == [{"decision": "accepted", "rewrite_s": 0.0},
-                               {"decision": "rewritten", "rewrite_s": 2.0}]
+    assert record["steps"] == [
+        {"decision": "accepted", "rewrite_s": 0.0},
+        {"decision": "rewritten", "rewrite_s": 2.0},
+    ]

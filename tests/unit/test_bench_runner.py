@@ -30,10 +30,29 @@ PROBLEMS = [Problem(f"p{i}", f"What is {i}+{i}?", str(2 * i), "number") for i in
 RUNS_ = [Run("base"), Run("specreason", 7.0, "greedy")]
 PAIR = ServerPair(None, "http://draft.invalid/v1", "http://base.invalid/v1")
 SETTINGS = BenchSettings(budget=64, step_max_tokens=16, answer_max_tokens=16, seed=0)
-REQUIRED = {"mode", "threshold", "score_method", "problem_id", "correct", "latency_s",
-            "steps_drafted", "steps_accepted", "steps_rewritten", "draft_tokens", "base_tokens",
-            "overhead_s", "draft_s", "judge_s", "rewrite_s", "answer_s",
-            "judge_prompt_tokens", "judge_cached_tokens", "prediction", "gold", "reply"}
+REQUIRED = {
+    "mode",
+    "threshold",
+    "score_method",
+    "problem_id",
+    "correct",
+    "latency_s",
+    "steps_drafted",
+    "steps_accepted",
+    "steps_rewritten",
+    "draft_tokens",
+    "base_tokens",
+    "overhead_s",
+    "draft_s",
+    "judge_s",
+    "rewrite_s",
+    "answer_s",
+    "judge_prompt_tokens",
+    "judge_cached_tokens",
+    "prediction",
+    "gold",
+    "reply",
+}
 
 
 def question_sum(request: ChatRequest) -> int:
@@ -43,14 +62,17 @@ def question_sum(request: ChatRequest) -> int:
 
 def make_endpoints():
     """Draft: one step ending its message with the right sum; base: judges 9, answers right."""
-    draft = ScriptedEndpoint("draft", lambda r: step(f"The answer is {question_sum(r)}.",
-                                                     end=True))
+    draft = ScriptedEndpoint("draft", lambda r: step(f"The answer is {question_sum(r)}.", end=True))
 
     def base_handler(request: ChatRequest) -> Completion:
         if is_judge(request):
             return score("9")
-        return Completion(text=f"Adding.\n\nThe answer is {question_sum(request)}.",
-                          finish_reason="stop", completion_tokens=9, seconds=0.01)
+        return Completion(
+            text=f"Adding.\n\nThe answer is {question_sum(request)}.",
+            finish_reason="stop",
+            completion_tokens=9,
+            seconds=0.01,
+        )
 
     return draft, ScriptedEndpoint("base", base_handler)
 
@@ -59,8 +81,9 @@ async def bench(out, problems, endpoints):
     done = done_keys(read_records(out / RESULTS))
     with JsonlAppender(out / RESULTS) as results, JsonlAppender(out / RUNS) as runs:
         sinks = Sinks(results, runs, tqdm(disable=True))
-        return await run_group(PAIR, RUNS_, problems, done, SETTINGS, sinks,
-                               endpoints=endpoints, metrics=False)
+        return await run_group(
+            PAIR, RUNS_, problems, done, SETTINGS, sinks, endpoints=endpoints, metrics=False
+        )
 
 
 async def test_one_line_per_run_and_problem(tmp_path):
@@ -68,8 +91,13 @@ async def test_one_line_per_run_and_problem(tmp_path):
     assert await bench(tmp_path, PROBLEMS, (draft, base)) == 6
     records = read_records(tmp_path / RESULTS)
     assert [(r["mode"], r["problem_id"]) for r in records] == [
-        ("base", "p1"), ("base", "p2"), ("base", "p3"),
-        ("specreason", "p1"), ("specreason", "p2"), ("specreason", "p3")]
+        ("base", "p1"),
+        ("base", "p2"),
+        ("base", "p3"),
+        ("specreason", "p1"),
+        ("specreason", "p2"),
+        ("specreason", "p3"),
+    ]
     for record in records:
         assert REQUIRED <= set(record)
         assert record["correct"] is True and record["prediction"] == record["gold"]
@@ -109,8 +137,7 @@ async def test_a_torn_last_line_is_redone(tmp_path):
     draft, base = make_endpoints()
     assert await bench(tmp_path, PROBLEMS[:1], (draft, base)) == 1
     records = [json.loads(line) for line in path.read_text().splitlines()]
-    assert [(r["mode"], r["problem_id"]) for r in records] == [("base", "p1"),
-                                                               ("specreason", "p1")]
+    assert [(r["mode"], r["problem_id"]) for r in records] == [("base", "p1"), ("specreason", "p1")]
     # only SpecReason on p1 ran again: one draft step, one judge call, no base-alone reply
     assert len(draft.requests) == 1 and len(base.judge_calls()) == 1
     assert base.generation_calls() == []

@@ -24,15 +24,24 @@ def fake_model(family: str = "instruct", **kwargs) -> ChatSpecReason:
             return score("2" if judged.endswith("S1.\n\n") else "9")
         if req.stop is None or "\n\n" not in req.stop:
             from langchain_specreason.endpoint import Completion
-            return Completion(text="The answer is 84.", finish_reason="stop",
-                              completion_tokens=6, prompt_tokens=30)
+
+            return Completion(
+                text="The answer is 84.",
+                finish_reason="stop",
+                completion_tokens=6,
+                prompt_tokens=30,
+            )
         n = partial_of(req).count("\n\n")
         return step(f"B{n}.", 5)
 
     kwargs.setdefault("judge", "score")  # scripted 0-9 digits
-    return ChatSpecReason(draft_endpoint=ScriptedEndpoint("draft", draft),
-                          base_endpoint=ScriptedEndpoint("base", base), family=family,
-                          api_key=SecretStr("sk-top-secret"), **kwargs)
+    return ChatSpecReason(
+        draft_endpoint=ScriptedEndpoint("draft", draft),
+        base_endpoint=ScriptedEndpoint("base", base),
+        family=family,
+        api_key=SecretStr("sk-top-secret"),
+        **kwargs,
+    )
 
 
 def with_tool_reply(model: ChatSpecReason, arguments: str):
@@ -52,9 +61,18 @@ def with_tool_reply(model: ChatSpecReason, arguments: str):
 
     def tool_reply(req):
         if req.tools:
-            return Completion(text="", finish_reason="tool_calls", completion_tokens=9,
-                              tool_calls=[{"id": "call-1", "type": "function", "function": {
-                                  "name": "multiply", "arguments": arguments}}])
+            return Completion(
+                text="",
+                finish_reason="tool_calls",
+                completion_tokens=9,
+                tool_calls=[
+                    {
+                        "id": "call-1",
+                        "type": "function",
+                        "function": {"name": "multiply", "arguments": arguments},
+                    }
+                ],
+            )
         return handler(req)
 
     base.handler = tool_reply
@@ -128,8 +146,7 @@ async def test_tracing_has_a_child_run_per_server_call_with_step_metadata():
     assert parent(runs["specreason"][0]) == "ChatSpecReason"
     for call, node in [("judge_step", "judge"), ("rewrite_step", "rewrite")]:
         assert {parent(r) for r in runs[call]} == {node}
-    assert {parent(r) for r in runs["draft"] + runs["judge"] + runs["rewrite"]} \
-        == {"specreason"}
+    assert {parent(r) for r in runs["draft"] + runs["judge"] + runs["rewrite"]} == {"specreason"}
     judges = runs["judge_step"]
     assert [r.extra["metadata"]["specreason_step"] for r in judges] == [0, 1, 2]
     assert [r.outputs["decision"] for r in judges] == ["accepted", "rewritten", "accepted"]
@@ -143,20 +160,28 @@ async def test_tracing_has_a_child_run_per_server_call_with_step_metadata():
     drafts = runs["draft_step"]
     on_path = [r for r in drafts if not r.extra["metadata"].get("specreason_lookahead")]
     ahead = [r for r in drafts if r.extra["metadata"].get("specreason_lookahead")]
-    assert [(r.extra["metadata"]["specreason_step"], parent(r)) for r in on_path] \
-        == [(0, "draft"), (2, "draft")]
-    assert [(r.extra["metadata"]["specreason_step"], parent(r)) for r in ahead] \
-        == [(1, "judge"), (2, "judge")]
-    everything = str([(r.serialized, r.extra, r.inputs, r.outputs)
-                      for group in runs.values() for r in group])
+    assert [(r.extra["metadata"]["specreason_step"], parent(r)) for r in on_path] == [
+        (0, "draft"),
+        (2, "draft"),
+    ]
+    assert [(r.extra["metadata"]["specreason_step"], parent(r)) for r in ahead] == [
+        (1, "judge"),
+        (2, "judge"),
+    ]
+    everything = str(
+        [(r.serialized, r.extra, r.inputs, r.outputs) for group in runs.values() for r in group]
+    )
     assert "sk-top-secret" not in everything
 
 
 def test_missing_urls_and_bad_knobs_are_typed_errors(monkeypatch):
     monkeypatch.delenv("SPECREASON_DRAFT_URL", raising=False)
     monkeypatch.delenv("SPECREASON_BASE_URL", raising=False)
-    with pytest.raises(ConfigError, match=r"no draft server: pass draft_url= \(or set "
-                                          r"SPECREASON_DRAFT_URL\) or draft_endpoint="):
+    with pytest.raises(
+        ConfigError,
+        match=r"no draft server: pass draft_url= \(or set "
+        r"SPECREASON_DRAFT_URL\) or draft_endpoint=",
+    ):
         ChatSpecReason().invoke("hi")
     with pytest.raises(ConfigError, match=r"threshold: Input should be less than or equal to 10"):
         ChatSpecReason(threshold=11)
@@ -174,8 +199,9 @@ async def test_bound_tools_reach_the_answer_call_and_come_back_as_tool_calls():
     answer_call = next(r for r in base.requests if r.tools)
     assert answer_call.tools[0]["function"]["name"] == "multiply"
     assert answer_call.tool_choice == "required"
-    assert msg.tool_calls == [{"name": "multiply", "args": {"a": 123, "b": 456},
-                               "id": "call-1", "type": "tool_call"}]
+    assert msg.tool_calls == [
+        {"name": "multiply", "args": {"a": 123, "b": 456}, "id": "call-1", "type": "tool_call"}
+    ]
     assert msg.response_metadata["finish_reason"] == "tool_calls"
 
 
@@ -186,10 +212,16 @@ def test_every_specreason_knob_is_a_field_with_the_configs_default(monkeypatch):
     for name, field in SpecReasonConfig.model_fields.items():
         assert name in ChatSpecReason.model_fields
         assert ChatSpecReason.model_fields[name].description == field.description or name == "judge"
-    changed = ChatSpecReason(draft_url="http://127.0.0.1:1/v1", base_url="http://127.0.0.1:2/v1",
-                             threshold=5, likelihood_threshold=-2.0, max_tokens=64)
-    assert changed.spec_config() == SpecReasonConfig(threshold=5, likelihood_threshold=-2.0,
-                                                     answer_max_tokens=64)
+    changed = ChatSpecReason(
+        draft_url="http://127.0.0.1:1/v1",
+        base_url="http://127.0.0.1:2/v1",
+        threshold=5,
+        likelihood_threshold=-2.0,
+        max_tokens=64,
+    )
+    assert changed.spec_config() == SpecReasonConfig(
+        threshold=5, likelihood_threshold=-2.0, answer_max_tokens=64
+    )
 
 
 async def test_with_a_checkpointer_a_crashed_call_resumes_on_its_thread():
@@ -207,9 +239,13 @@ async def test_with_a_checkpointer_a_crashed_call_resumes_on_its_thread():
     def base(req):
         return score("9") if is_judge(req) else step("The answer.", 3, end=True)
 
-    model = ChatSpecReason(draft_endpoint=ScriptedEndpoint("draft", draft),
-                           base_endpoint=ScriptedEndpoint("base", base), judge="score",
-                           lookahead=False, checkpointer=InMemorySaver())
+    model = ChatSpecReason(
+        draft_endpoint=ScriptedEndpoint("draft", draft),
+        base_endpoint=ScriptedEndpoint("base", base),
+        judge="score",
+        lookahead=False,
+        checkpointer=InMemorySaver(),
+    )
     thread = {"metadata": {"thread_id": "t1"}}
     with pytest.raises(RuntimeError, match="client died"):
         await model.ainvoke("What is 12*7?", config=thread)
@@ -232,7 +268,10 @@ async def test_unparsable_tool_arguments_are_an_invalid_tool_call_as_with_chatop
     assert msg.tool_calls == []
     [invalid] = msg.invalid_tool_calls
     assert (invalid["name"], invalid["args"], invalid["id"]) == (
-        "multiply", '{"a": 123, "b": ', "call-1")
+        "multiply",
+        '{"a": 123, "b": ',
+        "call-1",
+    )
     assert "unparsable arguments" in invalid["error"]
     assert msg.response_metadata["finish_reason"] == "tool_calls"
     # streamed, the argument text arrives as tool_call_chunks, which LangChain merges (and
@@ -285,8 +324,11 @@ async def test_past_its_deadline_a_call_is_cancelled_with_a_typed_error(where):
     stalled = _Stalling(model.draft_endpoint, calls=2)  # the third draft stalls
     model = model.model_copy(update={"draft_endpoint": stalled})
     start = time.perf_counter()
-    with pytest.raises(DeadlineError, match=r"longer than its deadline of 0.3 s and was "
-                                            r"cancelled; with a checkpointer, repeat the call"):
+    with pytest.raises(
+        DeadlineError,
+        match=r"longer than its deadline of 0.3 s and was "
+        r"cancelled; with a checkpointer, repeat the call",
+    ):
         await model.ainvoke("What is 12*7?", **({"deadline": 0.3} if where == "call" else {}))
     assert time.perf_counter() - start < 5
     stalls = len(stalled.requests) - stalled.calls  # with lookahead, two drafts may be waiting
@@ -298,8 +340,7 @@ def test_the_deadline_holds_on_the_sync_path_too():
     from langchain_specreason import DeadlineError
 
     model = fake_model(deadline=0.3)
-    model = model.model_copy(update={
-        "draft_endpoint": _Stalling(model.draft_endpoint, calls=1)})
+    model = model.model_copy(update={"draft_endpoint": _Stalling(model.draft_endpoint, calls=1)})
     with pytest.raises(DeadlineError):
         model.invoke("What is 12*7?")
 

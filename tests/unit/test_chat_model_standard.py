@@ -14,17 +14,29 @@ class TestChatSpecReasonUnit(ChatModelUnitTests):
 
     @property
     def chat_model_params(self) -> dict:
-        return {"draft_url": "http://127.0.0.1:8101/v1", "base_url": "http://127.0.0.1:8102/v1",
-                "model": "qwen2.5-coder-0.5b", "temperature": 0}
+        return {
+            "draft_url": "http://127.0.0.1:8101/v1",
+            "base_url": "http://127.0.0.1:8102/v1",
+            "model": "qwen2.5-coder-0.5b",
+            "temperature": 0,
+        }
 
     @property
     def init_from_env_params(self) -> tuple[dict, dict, dict]:
         return (
-            {"SPECREASON_DRAFT_URL": "http://draft:1/v1", "SPECREASON_BASE_URL": "http://base:2/v1",
-             "SPECREASON_BASE_API_KEY": "sk-base", "SPECREASON_DRAFT_API_KEY": "sk-draft"},
+            {
+                "SPECREASON_DRAFT_URL": "http://draft:1/v1",
+                "SPECREASON_BASE_URL": "http://base:2/v1",
+                "SPECREASON_BASE_API_KEY": "sk-base",
+                "SPECREASON_DRAFT_API_KEY": "sk-draft",
+            },
             {},
-            {"draft_url": "http://draft:1/v1", "base_url": "http://base:2/v1",
-             "api_key": "sk-base", "draft_api_key": "sk-draft"},
+            {
+                "draft_url": "http://draft:1/v1",
+                "base_url": "http://base:2/v1",
+                "api_key": "sk-base",
+                "draft_api_key": "sk-draft",
+            },
         )
 
     @property

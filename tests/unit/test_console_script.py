@@ -13,8 +13,9 @@ SCRIPT = Path(sys.executable).with_name("specreason")
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [str(SCRIPT), *args], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
 
 
 def test_the_console_script_is_installed_beside_python():
@@ -43,16 +44,49 @@ def test_models_list_names_the_catalog():
         assert name in done.stdout
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (("bench", "judges", "--measures", "vibes"), "unknown measure 'vibes'"),
-    (("bench", "--judge", "vibes", "--draft-url", "http://127.0.0.1:9/v1",
-      "--base-url", "http://127.0.0.1:9/v1"), "unknown judge 'vibes'"),
-    (("bench", "--judge", "likelihood", "--logprob-threshold=0.5", "--draft-url",
-      "http://127.0.0.1:9/v1", "--base-url", "http://127.0.0.1:9/v1"),
-     "log-probability threshold is at most 0"),
-    (("demo", "--judge", "vibes", "--draft-url", "http://127.0.0.1:9/v1",
-      "--base-url", "http://127.0.0.1:9/v1"), "unknown judge 'vibes'"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("bench", "judges", "--measures", "vibes"), "unknown measure 'vibes'"),
+        (
+            (
+                "bench",
+                "--judge",
+                "vibes",
+                "--draft-url",
+                "http://127.0.0.1:9/v1",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+            ),
+            "unknown judge 'vibes'",
+        ),
+        (
+            (
+                "bench",
+                "--judge",
+                "likelihood",
+                "--logprob-threshold=0.5",
+                "--draft-url",
+                "http://127.0.0.1:9/v1",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+            ),
+            "log-probability threshold is at most 0",
+        ),
+        (
+            (
+                "demo",
+                "--judge",
+                "vibes",
+                "--draft-url",
+                "http://127.0.0.1:9/v1",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+            ),
+            "unknown judge 'vibes'",
+        ),
+    ],
+)
 def test_bad_judge_flags_are_one_line_errors(args, message):
     done = run(*args)
     assert done.returncode == 2, done.stdout + done.stderr

@@ -29,14 +29,18 @@ def draft_of(texts: list[str], *, end_at: int | None = None, tokens: int = 5):
     return handler
 
 
-def base_of(digit: str = "9", *, texts: list[str] | None = None, end_at: int | None = None,
-            answer: str = "The answer is 84."):
+def base_of(
+    digit: str = "9",
+    *,
+    texts: list[str] | None = None,
+    end_at: int | None = None,
+    answer: str = "The answer is 84.",
+):
     def handler(req: ChatRequest) -> Completion:
         if is_judge(req):
             return score(digit)
         if req.stop is None:  # the answer call
-            return Completion(text=answer, finish_reason="stop", completion_tokens=6,
-                              seconds=0.01)
+            return Completion(text=answer, finish_reason="stop", completion_tokens=6, seconds=0.01)
         index = partial_of(req).count("\n\n")
         rewrite = (texts or ["Base step."])[min(index, len(texts or ["x"]) - 1)]
         return step(f"{rewrite} #{index}", 7, end=end_at is not None and index >= end_at)
@@ -47,8 +51,9 @@ def base_of(digit: str = "9", *, texts: list[str] | None = None, end_at: int | N
 async def test_threshold_zero_keeps_every_draft_and_base_only_judges():
     draft = ScriptedEndpoint("draft", draft_of(["First.", "Second.", "So 84."], end_at=2))
     base = ScriptedEndpoint("base", base_of("0"))
-    graph = create_specreason_graph(draft, base, config=SpecReasonConfig(judge="score",
-                                                                         threshold=0))
+    graph = create_specreason_graph(
+        draft, base, config=SpecReasonConfig(judge="score", threshold=0)
+    )
     out = await graph.ainvoke(QUESTION)
     assert [s["decision"] for s in out["steps"]] == ["accepted", "accepted", "accepted"]
     assert out["answer"] == "First.\n\nSecond.\n\nSo 84."
@@ -61,8 +66,9 @@ async def test_threshold_zero_keeps_every_draft_and_base_only_judges():
 async def test_threshold_ten_rewrites_every_step():
     draft = ScriptedEndpoint("draft", draft_of(["Bad.", "Worse."]))
     base = ScriptedEndpoint("base", base_of("9", texts=["Good."], end_at=1))
-    graph = create_specreason_graph(draft, base, config=SpecReasonConfig(judge="score",
-                                                                         threshold=10))
+    graph = create_specreason_graph(
+        draft, base, config=SpecReasonConfig(judge="score", threshold=10)
+    )
     out = await graph.ainvoke(QUESTION)
     assert [s["decision"] for s in out["steps"]] == ["rewritten", "rewritten"]
     assert [s["author"] for s in out["steps"]] == ["base", "base"]
@@ -93,8 +99,9 @@ async def test_score_at_threshold_is_kept_below_is_rewritten():
 async def test_first_n_base_steps_are_never_drafted():
     draft = ScriptedEndpoint("draft", draft_of(["D0", "D1", "D2", "Done."], end_at=3))
     base = ScriptedEndpoint("base", base_of("9", texts=["B"]))
-    graph = create_specreason_graph(draft, base, config=SpecReasonConfig(judge="score",
-                                                                         first_n_base_steps=2))
+    graph = create_specreason_graph(
+        draft, base, config=SpecReasonConfig(judge="score", first_n_base_steps=2)
+    )
     out = await graph.ainvoke(QUESTION)
     assert [s["decision"] for s in out["steps"]] == ["base", "base", "accepted", "accepted"]
     assert out["steps"][0]["score"] is None
@@ -106,11 +113,13 @@ async def test_first_n_base_steps_are_never_drafted():
 @pytest.mark.parametrize("budget", [1, 5, 9, 10, 11])
 async def test_budget_caps_kept_tokens_exactly(budget):
     texts = [f"Step {i}." for i in range(50)]
-    draft = ScriptedEndpoint("draft", lambda r: step(
-        texts[partial_of(r).count("\n\n")], tokens=min(5, r.max_tokens)))
+    draft = ScriptedEndpoint(
+        "draft", lambda r: step(texts[partial_of(r).count("\n\n")], tokens=min(5, r.max_tokens))
+    )
     base = ScriptedEndpoint("base", base_of("9", answer="Final."))
     out = await create_specreason_graph(
-        draft, base, config=SpecReasonConfig(judge="score", budget=budget)).ainvoke(QUESTION)
+        draft, base, config=SpecReasonConfig(judge="score", budget=budget)
+    ).ainvoke(QUESTION)
     assert out["stop"] == "budget"
     assert out["tokens_used"] == budget  # the last step is capped at the room left
     assert [r.max_tokens for r in draft.requests][-1] == budget - 5 * (len(draft.requests) - 1)
@@ -129,7 +138,8 @@ async def test_step_cap_continues_without_delimiter():
     draft = ScriptedEndpoint("draft", handler)
     base = ScriptedEndpoint("base", base_of("9"))
     out = await create_specreason_graph(
-        draft, base, config=SpecReasonConfig(judge="score", step_max_tokens=4)).ainvoke(QUESTION)
+        draft, base, config=SpecReasonConfig(judge="score", step_max_tokens=4)
+    ).ainvoke(QUESTION)
     assert [s["finish"] for s in out["steps"]] == ["length", "end"]
     assert out["answer"] == "A very long rest."
     assert draft.requests[0].max_tokens == 4
@@ -150,8 +160,8 @@ async def test_repeat_window_zero_never_stops_on_repeats():
     draft = ScriptedEndpoint("draft", lambda r: step("Same.", 5))
     base = ScriptedEndpoint("base", base_of("9", answer="x"))
     out = await create_specreason_graph(
-        draft, base, config=SpecReasonConfig(judge="score",
-                                             repeat_window=0, budget=20)).ainvoke(QUESTION)
+        draft, base, config=SpecReasonConfig(judge="score", repeat_window=0, budget=20)
+    ).ainvoke(QUESTION)
     assert out["stop"] == "budget" and len(out["steps"]) == 4
 
 
@@ -182,7 +192,8 @@ async def test_think_family_closes_thinking_and_streams_answer_from_base():
     assert final["stop"] == "thinking_end"
     answer_request = base.generation_calls()[-1]
     assert answer_request.messages[-1]["content"] == (
-        "<think>\n12*7 = 84.\n\nDone thinking.</think>\n\n")
+        "<think>\n12*7 = 84.\n\nDone thinking.</think>\n\n"
+    )
     assert final["answer"] == "**84** "
     message = final["messages"][-1]
     assert message.additional_kwargs["reasoning_content"] == "12*7 = 84.\n\nDone thinking."
@@ -209,8 +220,13 @@ async def test_stream_events_order_per_step():
     graph = create_specreason_graph(draft, base, config=SCORE)
     events = [e async for e in graph.astream(QUESTION, stream_mode="custom")]
     assert [(e["type"], e.get("step")) for e in events] == [
-        ("drafted", 0), ("scored", 0), ("step", 0),
-        ("drafted", 1), ("scored", 1), ("step", 1), ("done", None),
+        ("drafted", 0),
+        ("scored", 0),
+        ("step", 0),
+        ("drafted", 1),
+        ("scored", 1),
+        ("step", 1),
+        ("done", None),
     ]
     assert events[2]["decision"] == "rewritten" and events[2]["score"] == 3.0
 
@@ -269,8 +285,9 @@ async def test_new_question_on_same_thread_starts_a_fresh_trace():
 
 
 def test_node_names_and_mermaid_diagram(snapshot):
-    graph = create_specreason_graph(ScriptedEndpoint("d", draft_of(["x"])),
-                                    ScriptedEndpoint("b", base_of()), config=SCORE)
+    graph = create_specreason_graph(
+        ScriptedEndpoint("d", draft_of(["x"])), ScriptedEndpoint("b", base_of()), config=SCORE
+    )
     drawable = graph.get_graph()
     assert set(drawable.nodes) == {"__start__", "__end__", *NODES}
     assert drawable.draw_mermaid() == snapshot
@@ -320,9 +337,11 @@ async def test_a_dead_draft_server_hands_the_remaining_steps_to_the_base():
         index = partial_of(req).count("\n\n")
         return step(f"B{index}.", 5, end=index == 2)
 
-    graph = create_specreason_graph(ScriptedEndpoint("draft", dying_draft),
-                                    ScriptedEndpoint("base", base),
-                                    config=SpecReasonConfig(judge="score", lookahead=False))
+    graph = create_specreason_graph(
+        ScriptedEndpoint("draft", dying_draft),
+        ScriptedEndpoint("base", base),
+        config=SpecReasonConfig(judge="score", lookahead=False),
+    )
     events = []
     out = None
     async for mode, chunk in graph.astream(QUESTION, stream_mode=["custom", "values"]):
@@ -332,7 +351,10 @@ async def test_a_dead_draft_server_hands_the_remaining_steps_to_the_base():
             out = chunk
     assert out is not None
     assert [(s["author"], s["decision"]) for s in out["steps"]] == [
-        ("draft", "accepted"), ("base", "base"), ("base", "base")]
+        ("draft", "accepted"),
+        ("base", "base"),
+        ("base", "base"),
+    ]
     assert out["answer"].endswith("B2.")
     assert out["draft_down"].startswith("draft endpoint at http://d/v1")
     fallbacks = [e for e in events if e["type"] == "fallback"]
@@ -346,9 +368,21 @@ async def test_a_dead_draft_server_hands_the_remaining_steps_to_the_base():
 def test_console_prints_the_fallback_and_log_probability_scores():
     from langchain_specreason.cli.console import format_event
 
-    line = format_event({"type": "fallback", "step": 3, "endpoint": "draft",
-                         "reason": "draft endpoint at http://d/v1: unreachable"})
-    assert line == ("  step  3 draft server failed; the base model writes the rest "
-                    "(draft endpoint at http://d/v1: unreachable)")
-    assert format_event({"type": "scored", "step": 2, "score": -4.25, "accepted": False,
-                         "seconds": 1.0}) == "  step  2 scored   -4.2 -> reject (1.0 s)"
+    line = format_event(
+        {
+            "type": "fallback",
+            "step": 3,
+            "endpoint": "draft",
+            "reason": "draft endpoint at http://d/v1: unreachable",
+        }
+    )
+    assert line == (
+        "  step  3 draft server failed; the base model writes the rest "
+        "(draft endpoint at http://d/v1: unreachable)"
+    )
+    assert (
+        format_event(
+            {"type": "scored", "step": 2, "score": -4.25, "accepted": False, "seconds": 1.0}
+        )
+        == "  step  2 scored   -4.2 -> reject (1.0 s)"
+    )

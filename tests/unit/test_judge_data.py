@@ -36,8 +36,7 @@ NATALIA = (
 )
 LOTS = (
     "lots",
-    "A builder buys 3 lots for $1,200 each and sells all of them for $5,000. "
-    "What is his profit?",
+    "A builder buys 3 lots for $1,200 each and sells all of them for $5,000. What is his profit?",
     "The lots cost 3 x $1,200 = $<<3*1200=3600>>3,600.\n"
     "His profit is $5,000 - $3,600 = $<<5000-3600=1400>>1,400.\n"
     "#### 1,400",
@@ -146,12 +145,18 @@ def equations(text: str) -> list[Equation]:
         tokens = re.findall(r"\d+(?:\.\d+)?|[-+*/()]", bare)
         source = " ".join(f"F('{t}')" if t[0].isdigit() else t for t in tokens)
         value = eval(source, {"__builtins__": {}, "F": Fraction})
-        found.append(Equation(
-            m.start(), m.end(), expr, _number(m.group("result")), m.start("result"),
-            tuple(Fraction(t) for t in tokens if t[0].isdigit()),
-            tuple(t for t in tokens if t in "+-*/"),
-            value,
-        ))
+        found.append(
+            Equation(
+                m.start(),
+                m.end(),
+                expr,
+                _number(m.group("result")),
+                m.start("result"),
+                tuple(Fraction(t) for t in tokens if t[0].isdigit()),
+                tuple(t for t in tokens if t in "+-*/"),
+                value,
+            )
+        )
     return found
 
 
@@ -174,8 +179,11 @@ def the_changed_equation(old: str, new: str) -> tuple[Equation, Equation]:
     """The one visible equation that differs between the two lines; the rest is identical."""
     before, after = equations(old), equations(new)
     assert len(before) == len(after), (old, new)
-    diff = [i for i, (a, b) in enumerate(zip(before, after, strict=True))
-            if (a.expr, a.result) != (b.expr, b.result)]
+    diff = [
+        i
+        for i, (a, b) in enumerate(zip(before, after, strict=True))
+        if (a.expr, a.result) != (b.expr, b.result)
+    ]
     assert len(diff) == 1, (old, new)
     a, b = before[diff[0]], after[diff[0]]
     assert old[: a.start] == new[: b.start]
@@ -313,8 +321,10 @@ def test_the_raw_line_stays_self_describing():
 
 def test_a_result_written_with_commas_or_cents_keeps_that_style():
     line = solution_lines(LOTS[2])[1]
-    outs = {corrupt(line, kind, random.Random(3), [3.0, 1200.0, 5000.0, 3600.0])
-            for kind in ("arithmetic", "operation")}
+    outs = {
+        corrupt(line, kind, random.Random(3), [3.0, 1200.0, 5000.0, 3600.0])
+        for kind in ("arithmetic", "operation")
+    }
     for out in outs:
         assert out is not None
         result = re.search(r"= \$([\d,]+)\.$", strip_annotations(out))
@@ -355,16 +365,19 @@ def test_operand_needs_a_different_number_and_a_valid_result():
 
 
 def test_operation_needs_a_new_result_and_writes_the_lines_times_sign():
-    outs = {corrupt("So 2 + 2 = <<2+2=4>>4 cats.", "operation", random.Random(seed), [])
-            for seed in range(20)}
+    outs = {
+        corrupt("So 2 + 2 = <<2+2=4>>4 cats.", "operation", random.Random(seed), [])
+        for seed in range(20)
+    }
     assert outs == {"So 2 - 2 = <<2-2=0>>0 cats.", "So 2 / 2 = <<2/2=1>>1 cats."}
     # 2 - 3 is negative and 2 / 3 is not in cents: only 2 * 3 is preferred
     assert corrupt("So 2 + 3 = <<2+3=5>>5 rows.", "operation", random.Random(1), []) == (
         "So 2 * 3 = <<2*3=6>>6 rows."
     )
-    assert corrupt(
-        "A 4 x 5 grid has 2 + 3 = <<2+3=5>>5 red rows.", "operation", random.Random(1), []
-    ) == "A 4 x 5 grid has 2 x 3 = <<2*3=6>>6 red rows."
+    assert (
+        corrupt("A 4 x 5 grid has 2 + 3 = <<2+3=5>>5 red rows.", "operation", random.Random(1), [])
+        == "A 4 x 5 grid has 2 x 3 = <<2*3=6>>6 red rows."
+    )
 
 
 def test_an_annotation_the_text_does_not_repeat_allows_only_arithmetic():

@@ -31,9 +31,19 @@ def test_best_threshold_maximises_balanced_accuracy():
 
 
 def line(measure, example, kind, scores, **extra):
-    return {"measure": measure, "example": f"{example}:{kind}", "problem_id": example,
-            "kind": kind, "scores": scores, "seconds": 0.5, "prompt_tokens": 100,
-            "cached_tokens": 64, "prefilled_tokens": 36, "step_tokens": 20, **extra}
+    return {
+        "measure": measure,
+        "example": f"{example}:{kind}",
+        "problem_id": example,
+        "kind": kind,
+        "scores": scores,
+        "seconds": 0.5,
+        "prompt_tokens": 100,
+        "cached_tokens": 64,
+        "prefilled_tokens": 36,
+        "step_tokens": 20,
+        **extra,
+    }
 
 
 RECORDS = [
@@ -41,8 +51,15 @@ RECORDS = [
     line("likelihood", "p1", "arithmetic", {"mean": -0.3, "min": -4.0, "math": -4.0}),
     line("likelihood", "p1", "operand", {"mean": -0.6, "min": -2.0, "math": -6.0}),
     line("likelihood", "p1", "operation", {"mean": -0.1, "min": -3.0, "math": -2.0}),
-    line("arithmetic", "p1", "correct", {"verdict": 1.0}, prompt_tokens=0, cached_tokens=0,
-         prefilled_tokens=0),
+    line(
+        "arithmetic",
+        "p1",
+        "correct",
+        {"verdict": 1.0},
+        prompt_tokens=0,
+        cached_tokens=0,
+        prefilled_tokens=0,
+    ),
     line("arithmetic", "p1", "arithmetic", {"verdict": 0.0}),
     line("arithmetic", "p1", "operand", {"verdict": 1.0}),
     line("arithmetic", "p1", "operation", {"verdict": 1.0}),
@@ -51,15 +68,23 @@ RECORDS = [
 
 def test_cascade_scores_rejected_steps_lowest_and_keeps_the_model_score_otherwise():
     scores = variant_scores(RECORDS, "arithmetic+likelihood (mean)")
-    assert scores == {"p1:correct": -0.2, "p1:arithmetic": REJECTED_BY_CHECK,
-                      "p1:operand": -0.6, "p1:operation": -0.1}
+    assert scores == {
+        "p1:correct": -0.2,
+        "p1:arithmetic": REJECTED_BY_CHECK,
+        "p1:operand": -0.6,
+        "p1:operation": -0.1,
+    }
 
 
 def test_summary_rows_per_kind_and_costs_from_the_correct_example():
     rows = {r["variant"]: r for r in summarise(RECORDS)}
     mean = rows["likelihood (mean)"]
-    assert mean["auroc"] == {"arithmetic": 1.0, "operand": 1.0, "operation": 0.0,
-                             "all": pytest.approx(2 / 3)}
+    assert mean["auroc"] == {
+        "arithmetic": 1.0,
+        "operand": 1.0,
+        "operation": 0.0,
+        "all": pytest.approx(2 / 3),
+    }
     assert rows["likelihood (min)"]["auroc"]["all"] == 1.0
     cascade = rows["arithmetic+likelihood (mean)"]
     assert cascade["auroc"]["arithmetic"] == 1.0
@@ -70,8 +95,11 @@ def test_summary_rows_per_kind_and_costs_from_the_correct_example():
     math_row = rows["likelihood (math)"]
     assert math_row["default"]["threshold"] == -3.5
     assert math_row["default"]["kept_right"] == 1.0
-    assert math_row["default"]["rejected_wrong"] == {"arithmetic": 1.0, "operand": 1.0,
-                                                     "operation": 0.0}
+    assert math_row["default"]["rejected_wrong"] == {
+        "arithmetic": 1.0,
+        "operand": 1.0,
+        "operation": 0.0,
+    }
 
 
 def test_report_files(tmp_path):
@@ -96,8 +124,16 @@ def test_injected_copies_of_wrong_steps_only_each_injection_before_the_blank_lin
     from langchain_specreason.lab.bench.judgedata import JudgeExample
 
     def example(kind):
-        return JudgeExample(id=f"p1:{kind}", problem_id="p1", question="q", steps=(),
-                            step="3*4=13\n\n", kind=kind, position=0, original="3*4=12\n\n")
+        return JudgeExample(
+            id=f"p1:{kind}",
+            problem_id="p1",
+            question="q",
+            steps=(),
+            step="3*4=13\n\n",
+            kind=kind,
+            position=0,
+            original="3*4=12\n\n",
+        )
 
     made = injected([example("correct"), example("arithmetic")])
     assert [e.kind for e in made] == [f"arithmetic+{name}" for name in INJECTIONS]
@@ -111,12 +147,12 @@ def test_injection_rows_pair_each_injected_step_with_its_plain_version(tmp_path)
         line("likelihood", "p1", "arithmetic+verdict", {"mean": -0.3, "min": -4.0, "math": -1.0}),
         line("likelihood", "p1", "operand+verdict", {"mean": -0.6, "min": -2.0, "math": -6.5}),
     ]
-    (tmp_path / "results.jsonl").write_text(
-        "".join(json.dumps(r) + "\n" for r in RECORDS + forged))
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS + forged))
     from langchain_specreason.lab.bench.judgereport import injection_rows
 
-    rows = {r["variant"]: r for r in injection_rows(RECORDS + forged)
-            if r["injection"] == "verdict"}
+    rows = {
+        r["variant"]: r for r in injection_rows(RECORDS + forged) if r["injection"] == "verdict"
+    }
     math_row = rows["likelihood (math)"]
     # arithmetic: -4.0 -> -1.0 (+3.0, now above -3.5: accepted); operand: -6.0 -> -6.5
     assert math_row["pairs"] == 2
@@ -127,5 +163,6 @@ def test_injection_rows_pair_each_injected_step_with_its_plain_version(tmp_path)
     assert "| likelihood (math) | verdict | 2 | +1.250 | -3.5 | 1/2 |" in text
     assert json.loads((tmp_path / "injections.json").read_text())
     # injected steps do not enter the AUROC of their kinds
-    assert {r["variant"]: r for r in summarise(RECORDS + forged)}["likelihood (math)"][
-        "auroc"] == {r["variant"]: r for r in summarise(RECORDS)}["likelihood (math)"]["auroc"]
+    assert {r["variant"]: r for r in summarise(RECORDS + forged)}["likelihood (math)"]["auroc"] == {
+        r["variant"]: r for r in summarise(RECORDS)
+    }["likelihood (math)"]["auroc"]

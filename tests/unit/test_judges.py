@@ -31,9 +31,14 @@ CONV = [{"role": "user", "content": "Natalia sold 48 clips. How many?"}]
 
 
 def ctx(text: str, steps: tuple[str, ...] = (), logprobs: list[float] | None = None):
-    return StepContext(conversation=CONV, steps=list(steps), authors=["draft"] * len(steps),
-                       step=text, request=ChatRequest(messages=CONV, max_tokens=8),
-                       step_logprobs=logprobs)
+    return StepContext(
+        conversation=CONV,
+        steps=list(steps),
+        authors=["draft"] * len(steps),
+        step=text,
+        request=ChatRequest(messages=CONV, max_tokens=8),
+        step_logprobs=logprobs,
+    )
 
 
 class FakeScorerServer:
@@ -55,13 +60,15 @@ class FakeScorerServer:
     async def prompt_logprobs(self, token_ids, *, read_cache=True):
         self.calls.append((list(token_ids), read_cache))
         values: list[float | None] = [None] + [
-            -5.0 if chr(t) in self.low else -0.1 for t in token_ids[1:]]
+            -5.0 if chr(t) in self.low else -0.1 for t in token_ids[1:]
+        ]
         cached = self.cached if read_cache else 0
         if cached:  # like vLLM: no logprob at or before the last cached position + 1
-            values[:cached + 1] = [None] * (cached + 1)
+            values[: cached + 1] = [None] * (cached + 1)
         texts = [None if v is None else chr(t) for v, t in zip(values, token_ids, strict=True)]
-        return PromptLogprobs(values, texts, prompt_tokens=len(token_ids), cached_tokens=cached,
-                              seconds=0.01)
+        return PromptLogprobs(
+            values, texts, prompt_tokens=len(token_ids), cached_tokens=cached, seconds=0.01
+        )
 
 
 async def test_likelihood_judge_scores_only_the_steps_tokens():
@@ -174,14 +181,19 @@ async def test_score_judge_reference_wording_is_sent_verbatim():
 def test_make_judge_builds_each_named_judge():
     draft = ScriptedEndpoint("draft", lambda r: step("x"))
     base = FakeScorerServer()
-    cases = {"score": BaseModelJudge, "confidence": ConfidenceJudge,
-             "arithmetic": ArithmeticJudge, "likelihood": LikelihoodJudge,
-             "arithmetic+likelihood": CascadeJudge}
+    cases = {
+        "score": BaseModelJudge,
+        "confidence": ConfidenceJudge,
+        "arithmetic": ArithmeticJudge,
+        "likelihood": LikelihoodJudge,
+        "arithmetic+likelihood": CascadeJudge,
+    }
     for name, cls in cases.items():
         judge = make_judge(SpecReasonConfig(judge=name), draft, base, FMT)  # type: ignore[arg-type]
         assert type(judge) is cls, name
-    cascade = make_judge(SpecReasonConfig(judge="arithmetic+likelihood",
-                                          likelihood_threshold=-2.0), draft, base, FMT)  # type: ignore[arg-type]
+    cascade = make_judge(
+        SpecReasonConfig(judge="arithmetic+likelihood", likelihood_threshold=-2.0), draft, base, FMT
+    )  # type: ignore[arg-type]
     assert isinstance(cascade.judge_, LikelihoodJudge) and cascade.judge_.threshold == -2.0
 
 
@@ -191,16 +203,24 @@ def test_likelihood_needs_a_token_scoring_base():
         make_judge(SpecReasonConfig(judge="likelihood"), scripted, scripted, FMT)
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"judge": "vibes"}, "unknown judge 'vibes'"),
-    ({"judge": "arithmetic+nope"}, "unknown judge 'nope'"),
-    ({"judge": "score+score"}, "names a part twice"),
-    ({"likelihood_threshold": 0.5},
-     "likelihood_threshold: Input should be less than or equal to 0"),
-    ({"confidence_threshold": 1}, "confidence_threshold: Input should be less than or equal to 0"),
-    ({"judge_wording": "long"}, "judge_wording: Input should be"),
-    ({"logprob_aggregate": "median"}, "logprob_aggregate: Input should be"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"judge": "vibes"}, "unknown judge 'vibes'"),
+        ({"judge": "arithmetic+nope"}, "unknown judge 'nope'"),
+        ({"judge": "score+score"}, "names a part twice"),
+        (
+            {"likelihood_threshold": 0.5},
+            "likelihood_threshold: Input should be less than or equal to 0",
+        ),
+        (
+            {"confidence_threshold": 1},
+            "confidence_threshold: Input should be less than or equal to 0",
+        ),
+        ({"judge_wording": "long"}, "judge_wording: Input should be"),
+        ({"logprob_aggregate": "median"}, "logprob_aggregate: Input should be"),
+    ],
+)
 def test_bad_judge_settings_are_typed_errors(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         SpecReasonConfig(**kwargs)
@@ -208,8 +228,10 @@ def test_bad_judge_settings_are_typed_errors(kwargs, message):
 
 def test_judge_threshold_is_the_deciding_judges():
     assert SpecReasonConfig(judge="score", threshold=5).judge_threshold() == 5
-    assert SpecReasonConfig(judge="arithmetic+likelihood",
-                            likelihood_threshold=-1.5).judge_threshold() == -1.5
+    assert (
+        SpecReasonConfig(judge="arithmetic+likelihood", likelihood_threshold=-1.5).judge_threshold()
+        == -1.5
+    )
     assert SpecReasonConfig(judge="arithmetic").judge_threshold() is None
 
 
@@ -220,6 +242,7 @@ async def test_graph_passes_the_drafts_logprobs_to_the_judge():
         async def judge(self, c):
             seen.append(c.step_logprobs)
             from langchain_specreason.judges import Verdict
+
             return Verdict(score=1.0, accept=True)
 
     def draft_handler(request: ChatRequest):

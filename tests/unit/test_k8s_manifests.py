@@ -46,17 +46,28 @@ def _flag(args: list[str], flag: str) -> list[str]:
 
 
 def test_the_folder_has_the_manifests():
-    assert [p.name for p in FILES] == ["00-namespace.yaml", "10-router-rbac.yaml",
-                                       "20-draft.yaml", "21-base.yaml",
-                                       "30-router-draft.yaml", "31-router-base.yaml"]
+    assert [p.name for p in FILES] == [
+        "00-namespace.yaml",
+        "10-router-rbac.yaml",
+        "20-draft.yaml",
+        "21-base.yaml",
+        "30-router-draft.yaml",
+        "31-router-base.yaml",
+    ]
     assert sorted((d["kind"], d["metadata"]["name"]) for d in DOCS) == [
-        ("Deployment", "specreason-base"), ("Deployment", "specreason-base-router"),
-        ("Deployment", "specreason-draft"), ("Deployment", "specreason-draft-router"),
-        ("Namespace", "specreason"), ("Role", "specreason-router-pod-reader"),
+        ("Deployment", "specreason-base"),
+        ("Deployment", "specreason-base-router"),
+        ("Deployment", "specreason-draft"),
+        ("Deployment", "specreason-draft-router"),
+        ("Namespace", "specreason"),
+        ("Role", "specreason-router-pod-reader"),
         ("RoleBinding", "specreason-router-pod-reader"),
-        ("Service", "specreason-base"), ("Service", "specreason-base-pool"),
-        ("Service", "specreason-draft"), ("Service", "specreason-draft-pool"),
-        ("ServiceAccount", "specreason-router")]
+        ("Service", "specreason-base"),
+        ("Service", "specreason-base-pool"),
+        ("Service", "specreason-draft"),
+        ("Service", "specreason-draft-pool"),
+        ("ServiceAccount", "specreason-router"),
+    ]
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda d: f"{d['kind']}/{d['metadata']['name']}")
@@ -70,12 +81,16 @@ def _broken(mutate) -> dict:
     return doc
 
 
-@pytest.mark.parametrize("mutate", [
-    lambda d: d["spec"].__setitem__("replicas", "two"),  # wrong type
-    lambda d: _container(d).__setitem__("readinesProbe", {}),  # a misspelt field (strict)
-    lambda d: d["spec"].pop("selector"),  # a required field
-    lambda d: _container(d)["env"][0]["valueFrom"]["secretKeyRef"].pop("key"),
-], ids=["replicas-type", "misspelt-field", "no-selector", "secret-without-key"])
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: d["spec"].__setitem__("replicas", "two"),  # wrong type
+        lambda d: _container(d).__setitem__("readinesProbe", {}),  # a misspelt field (strict)
+        lambda d: d["spec"].pop("selector"),  # a required field
+        lambda d: _container(d)["env"][0]["valueFrom"]["secretKeyRef"].pop("key"),
+    ],
+    ids=["replicas-type", "misspelt-field", "no-selector", "secret-without-key"],
+)
 def test_a_broken_manifest_fails_validation(mutate):
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(_broken(mutate), KUBERNETES, strict=True)
@@ -95,7 +110,7 @@ def test_each_router_discovers_its_own_pool(role):
     assert _flag(args, "--service-discovery-port") == [str(port)]
     assert _flag(args, "--policy") == [DEFAULT_POLICY]
     # the same failover settings as `specreason serve --replicas`
-    shown = args[args.index("--retry-max-retries"):]
+    shown = args[args.index("--retry-max-retries") :]
     assert shown == list(FAILOVER_FLAGS)
     # the router's Service selects the router, not the pool
     service = _kind("Service")[f"specreason-{role}"]
@@ -106,15 +121,18 @@ def test_each_router_discovers_its_own_pool(role):
 def test_the_routers_may_list_and_watch_pods_of_their_namespace_only():
     (account,) = _kind("ServiceAccount")
     role = _kind("Role")["specreason-router-pod-reader"]
-    assert role["rules"] == [{"apiGroups": [""], "resources": ["pods"],
-                              "verbs": ["get", "list", "watch"]}]
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}
+    ]
     binding = _kind("RoleBinding")["specreason-router-pod-reader"]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account,
-                                    "namespace": "specreason"}]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account, "namespace": "specreason"}
+    ]
     for name in ("specreason-draft-router", "specreason-base-router"):
-        assert _kind("Deployment")[name]["spec"]["template"]["spec"][
-            "serviceAccountName"] == account
+        assert (
+            _kind("Deployment")[name]["spec"]["template"]["spec"]["serviceAccountName"] == account
+        )
     assert not _kind("ClusterRole")  # nothing cluster-wide
 
 
@@ -127,14 +145,16 @@ def test_every_container_is_ready_on_health_and_servers_take_the_key_from_a_secr
             assert "VLLM_API_KEY" not in {e["name"] for e in container.get("env", [])}
             continue
         (key,) = [e for e in container["env"] if e["name"] == "VLLM_API_KEY"]
-        assert key["valueFrom"] == {"secretKeyRef": {"name": "specreason-api-key",
-                                                     "key": "api-key"}}
+        assert key["valueFrom"] == {
+            "secretKeyRef": {"name": "specreason-api-key", "key": "api-key"}
+        }
         assert "--api-key" not in container["args"]
 
 
 def test_the_router_version_is_the_scale_extras():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"]
+        "optional-dependencies"
+    ]
     (pinned,) = extras["scale"]
     for name in ("specreason-draft-router", "specreason-base-router"):
         init = _kind("Deployment")[name]["spec"]["template"]["spec"]["initContainers"][0]
@@ -149,7 +169,12 @@ def test_the_router_arguments_parse_with_the_routers_own_parser(role):
     parsed = parse_router_args(_container(router)["args"])
     parsed._validate_router_args()
     assert parsed.service_discovery and parsed.service_discovery_namespace == "specreason"
-    assert parsed.selector == {"app.kubernetes.io/part-of": "specreason",
-                               "app.kubernetes.io/component": role}
+    assert parsed.selector == {
+        "app.kubernetes.io/part-of": "specreason",
+        "app.kubernetes.io/component": role,
+    }
     assert (parsed.policy, parsed.port, parsed.service_discovery_port) == (
-        "consistent_hash", 8000, 8000)
+        "consistent_hash",
+        8000,
+        8000,
+    )

@@ -37,16 +37,19 @@ class RolloutServer:
 
     async def complete(self, request: ChatRequest) -> Completion:
         self.steps.append(request)
-        return Completion(text=self.base_step, finish_reason="stop", stop_reason="\n\n",
-                          completion_tokens=6)
+        return Completion(
+            text=self.base_step, finish_reason="stop", stop_reason="\n\n", completion_tokens=6
+        )
 
     async def sample(self, request: ChatRequest, n: int) -> list[Completion]:
         self.samples.append((request, n))
         last = " ".join(request.messages[-1]["content"].split("\n\n")[-2].split())
         texts = self.answers[last]
         assert len(texts) == n
-        return [Completion(text=t, finish_reason="stop", completion_tokens=10 * n if i == 0
-                           else 0) for i, t in enumerate(texts)]
+        return [
+            Completion(text=t, finish_reason="stop", completion_tokens=10 * n if i == 0 else 0)
+            for i, t in enumerate(texts)
+        ]
 
 
 def test_rate_advantage_and_harm() -> None:
@@ -69,14 +72,27 @@ def test_settings_are_checked() -> None:
 
 
 async def test_a_wrong_draft_step_is_labelled_harmful() -> None:
-    server = RolloutServer("3 + 4 = 7 apples.", {
-        "3 + 4 = 8 apples.": ["The answer is 8.", "The answer is 8.", "So 7. The answer is 7.",
-                              "The answer is 8."],
-        "3 + 4 = 7 apples.": ["The answer is 7."] * 4,
-    })
-    row = await label_step(server, PROBLEM, CONVERSATION, get_format("instruct"),
-                           ["Tom starts with 3.\n\n"], "3 + 4 = 8 apples.\n\n",
-                           RolloutSettings(m=4))
+    server = RolloutServer(
+        "3 + 4 = 7 apples.",
+        {
+            "3 + 4 = 8 apples.": [
+                "The answer is 8.",
+                "The answer is 8.",
+                "So 7. The answer is 7.",
+                "The answer is 8.",
+            ],
+            "3 + 4 = 7 apples.": ["The answer is 7."] * 4,
+        },
+    )
+    row = await label_step(
+        server,
+        PROBLEM,
+        CONVERSATION,
+        get_format("instruct"),
+        ["Tom starts with 3.\n\n"],
+        "3 + 4 = 8 apples.\n\n",
+        RolloutSettings(m=4),
+    )
     assert row["draft_correct"] == [False, False, True, False]
     assert row["base_correct"] == [True] * 4
     assert (row["draft_rate"], row["base_rate"], row["advantage"]) == (0.25, 1.0, 0.75)
@@ -90,10 +106,19 @@ async def test_a_wrong_draft_step_is_labelled_harmful() -> None:
 
 
 async def test_the_same_step_shares_its_rollouts() -> None:
-    server = RolloutServer("3 + 4 = 7 apples.", {
-        "3 + 4 = 7 apples.": ["The answer is 7.", "The answer is 6.", "7", "The answer is 7."]})
-    row = await label_step(server, PROBLEM, CONVERSATION, get_format("instruct"), [],
-                           "3 +  4 = 7 apples.\n\n", RolloutSettings(m=4))
+    server = RolloutServer(
+        "3 + 4 = 7 apples.",
+        {"3 + 4 = 7 apples.": ["The answer is 7.", "The answer is 6.", "7", "The answer is 7."]},
+    )
+    row = await label_step(
+        server,
+        PROBLEM,
+        CONVERSATION,
+        get_format("instruct"),
+        [],
+        "3 +  4 = 7 apples.\n\n",
+        RolloutSettings(m=4),
+    )
     assert row["same_step"] is True and len(server.samples) == 1
     assert row["advantage"] == 0.0 and row["harmful"] is False
     # the trace head is graded with the rollout: a rollout with no number of its own is not
@@ -104,10 +129,17 @@ async def test_the_same_step_shares_its_rollouts() -> None:
 async def test_label_trace_labels_at_most_max_steps_in_order() -> None:
     answers = {s: ["The answer is 7."] * 2 for s in ("a.", "b.", "c.", "same.")}
     server = RolloutServer("same.", answers)
-    trace = DraftTrace(["a.\n\n", "b.\n\n", "c.\n\n"], [[-0.1], None, [-0.2, -0.3]],
-                       ["delimiter"] * 3)
-    rows = await label_trace(server, PROBLEM, CONVERSATION, get_format("instruct"), trace,
-                             RolloutSettings(m=2, max_steps=2))
+    trace = DraftTrace(
+        ["a.\n\n", "b.\n\n", "c.\n\n"], [[-0.1], None, [-0.2, -0.3]], ["delimiter"] * 3
+    )
+    rows = await label_trace(
+        server,
+        PROBLEM,
+        CONVERSATION,
+        get_format("instruct"),
+        trace,
+        RolloutSettings(m=2, max_steps=2),
+    )
     assert [r["step_index"] for r in rows] == [0, 1]
     assert rows[1]["steps"] == ["a.\n\n"] and rows[1]["step"] == "b.\n\n"
     assert rows[0]["draft_logprobs"] == [-0.1] and rows[1]["draft_logprobs"] is None

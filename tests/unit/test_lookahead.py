@@ -21,8 +21,12 @@ QUESTION = {"messages": [("user", "What is 12*7?")]}
 class TimedEndpoint(ScriptedEndpoint):
     """A scripted endpoint whose calls take ``delay(request)`` seconds, with a call log."""
 
-    def __init__(self, name: str, handler: Callable[[ChatRequest], Completion],
-                 delay: Callable[[ChatRequest], float]) -> None:
+    def __init__(
+        self,
+        name: str,
+        handler: Callable[[ChatRequest], Completion],
+        delay: Callable[[ChatRequest], float],
+    ) -> None:
         super().__init__(name, handler)
         self.delay = delay
         self.log: list[tuple[str, int, float, float]] = []  # (kind, step, start, end)
@@ -45,11 +49,18 @@ def drafts(end_at: int) -> Callable[[ChatRequest], Completion]:
     def handler(req: ChatRequest) -> Completion:
         index = partial_of(req).count("\n\n")
         return step(f"D{index}.", 5, end=index >= end_at)
+
     return handler
 
 
-async def run(lookahead: bool, scores: dict[int, str], *, end_at: int = 3,
-              draft_s: float = 0.0, judge_s: float = 0.0):
+async def run(
+    lookahead: bool,
+    scores: dict[int, str],
+    *,
+    end_at: int = 3,
+    draft_s: float = 0.0,
+    judge_s: float = 0.0,
+):
     def base_handler(req: ChatRequest) -> Completion:
         if is_judge(req):
             # the judged step is the last one of the trace the judge reads
@@ -62,8 +73,10 @@ async def run(lookahead: bool, scores: dict[int, str], *, end_at: int = 3,
     draft = TimedEndpoint("draft", drafts(end_at), lambda r: draft_s)
     base = TimedEndpoint("base", base_handler, lambda r: judge_s if is_judge(r) else 0.0)
     graph = create_specreason_graph(
-        draft, base, config=SpecReasonConfig(judge="score",
-                                             threshold=7, lookahead=lookahead, temperature=0))
+        draft,
+        base,
+        config=SpecReasonConfig(judge="score", threshold=7, lookahead=lookahead, temperature=0),
+    )
     started = time.perf_counter()
     out = await graph.ainvoke(QUESTION)
     return out, SpecReasonStats.from_state(out, time.perf_counter() - started), draft, base
@@ -74,10 +87,15 @@ async def test_the_trace_is_the_same_with_and_without_lookahead():
     with_, stats_with, draft_with, _ = await run(True, scores)
     without, stats_without, draft_without, _ = await run(False, scores)
     keys = ("text", "author", "decision", "score", "tokens")
-    assert [{k: s[k] for k in keys} for s in with_["steps"]] \
-        == [{k: s[k] for k in keys} for s in without["steps"]]
+    assert [{k: s[k] for k in keys} for s in with_["steps"]] == [
+        {k: s[k] for k in keys} for s in without["steps"]
+    ]
     assert [s["decision"] for s in with_["steps"]] == [
-        "accepted", "rewritten", "accepted", "rewritten"]
+        "accepted",
+        "rewritten",
+        "accepted",
+        "rewritten",
+    ]
     assert with_["answer"] == without["answer"]
     assert stats_with.steps_accepted == stats_without.steps_accepted == 2
     # without lookahead: one draft call per drafted step. With it, step 1 and step 3 are
@@ -91,8 +109,12 @@ class GatedEndpoint(ScriptedEndpoint):
     """A scripted endpoint whose calls wait on ``gate(kind, step, call_number)`` before they
     answer; a call's seconds are its real duration. No sleeps: the order is forced."""
 
-    def __init__(self, name: str, handler: Callable[[ChatRequest], Completion],
-                 gate: Callable[[str, int, int], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        name: str,
+        handler: Callable[[ChatRequest], Completion],
+        gate: Callable[[str, int, int], Awaitable[None]],
+    ) -> None:
         super().__init__(name, handler)
         self.gate = gate
         self.started: defaultdict[tuple[str, int], asyncio.Event] = defaultdict(asyncio.Event)
@@ -120,8 +142,11 @@ async def _started(endpoint: GatedEndpoint, kind: str, index: int) -> None:
         raise AssertionError(f"{endpoint.name} {kind} {index} never started") from None
 
 
-def _gated_pair(scores: dict[int, str], end_at: int,
-                draft_gate: Callable[[str, int, int], Awaitable[None]] | None = None):
+def _gated_pair(
+    scores: dict[int, str],
+    end_at: int,
+    draft_gate: Callable[[str, int, int], Awaitable[None]] | None = None,
+):
     async def no_wait(kind: str, index: int, call: int) -> None:
         return None
 
@@ -145,8 +170,11 @@ def _gated_pair(scores: dict[int, str], end_at: int,
 
 async def test_the_next_draft_runs_while_the_judge_reads_and_its_time_is_hidden():
     draft, base = _gated_pair({}, end_at=2)
-    graph = create_specreason_graph(draft, base, config=SpecReasonConfig(
-        judge="score", threshold=7, lookahead=True, temperature=0))
+    graph = create_specreason_graph(
+        draft,
+        base,
+        config=SpecReasonConfig(judge="score", threshold=7, lookahead=True, temperature=0),
+    )
     started = time.perf_counter()
     out = await graph.ainvoke(QUESTION)
     stats = SpecReasonStats.from_state(out, time.perf_counter() - started)
@@ -167,8 +195,11 @@ async def test_a_rejected_step_cancels_the_draft_written_ahead():
             await never.wait()
 
     draft, base = _gated_pair({1: "0"}, end_at=2, draft_gate=ahead_of_step_2_hangs)
-    graph = create_specreason_graph(draft, base, config=SpecReasonConfig(
-        judge="score", threshold=7, lookahead=True, temperature=0))
+    graph = create_specreason_graph(
+        draft,
+        base,
+        config=SpecReasonConfig(judge="score", threshold=7, lookahead=True, temperature=0),
+    )
     out = await asyncio.wait_for(graph.ainvoke(QUESTION), timeout=10)
     assert [s["decision"] for s in out["steps"]] == ["accepted", "rewritten", "accepted"]
     assert draft.cancelled == [2]  # the judge rejected step 1: the draft ahead was cancelled

@@ -33,8 +33,13 @@ from langchain_specreason.judges.score import average_score, digit_of, greedy_sc
 def test_public_api_is_pinned():
     # what an application imports; errors live in langchain_specreason.errors
     assert langchain_specreason.__all__ == [
-        "ChatSpecReason", "Judge", "OpenAIEndpoint", "SpecReasonConfig", "__version__",
-        "create_specreason_graph", "make_judge",
+        "ChatSpecReason",
+        "Judge",
+        "OpenAIEndpoint",
+        "SpecReasonConfig",
+        "__version__",
+        "create_specreason_graph",
+        "make_judge",
     ]
     for name in langchain_specreason.__all__:
         assert hasattr(langchain_specreason, name)
@@ -44,8 +49,10 @@ def test_public_api_is_pinned():
     assert {"ConfigError", "EndpointError", "MissingExtraError"} <= set(errors.__all__)
 
 
-@pytest.mark.parametrize(("token", "digit"), [("7", 7), (" 7", 7), ("7\n", 7), ("77", None),
-                                              ("seven", None), ("", None), ("٣", None)])
+@pytest.mark.parametrize(
+    ("token", "digit"),
+    [("7", 7), (" 7", 7), ("7\n", 7), ("77", None), ("seven", None), ("", None), ("٣", None)],
+)
 def test_digit_of(token, digit):
     assert digit_of(token) == digit
 
@@ -56,26 +63,36 @@ def test_greedy_score_non_digit_is_zero():
 
 
 def test_average_score_renormalises_over_digit_tokens():
-    top = [("9", math.log(0.5)), (" 9", math.log(0.1)), ("3", math.log(0.2)),
-           ("The", math.log(0.2))]
+    top = [
+        ("9", math.log(0.5)),
+        (" 9", math.log(0.1)),
+        ("3", math.log(0.2)),
+        ("The", math.log(0.2)),
+    ]
     # digits carry 0.8 of the mass: (0.6*9 + 0.2*3) / 0.8
     assert average_score(top) == pytest.approx((0.6 * 9 + 0.2 * 3) / 0.8)
     assert average_score([("no", -0.1)]) == 0.0
     assert average_score([]) == 0.0
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"threshold": -0.5}, "threshold: Input should be (greater|less) than or equal to"),
-    ({"threshold": 10.5}, "threshold: Input should be (greater|less) than or equal to"),
-    ({"budget": 0}, "budget: Input should be greater than 0"),
-    ({"budget": -3}, "budget: Input should be greater than 0"),
-    ({"step_max_tokens": 0}, "step_max_tokens: Input should be greater than 0"),
-    ({"first_n_base_steps": -1}, "first_n_base_steps: Input should be greater than or equal to 0"),
-    ({"score_method": "max"}, "score_method: Input should be 'greedy' or 'average'"),
-    ({"delimiter": ""}, "delimiter: String should have at least 1 character"),
-    ({"top_p": 0}, "top_p: Input should be"),
-    ({"answer_by": "judge"}, "answer_by: Input should be"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"threshold": -0.5}, "threshold: Input should be (greater|less) than or equal to"),
+        ({"threshold": 10.5}, "threshold: Input should be (greater|less) than or equal to"),
+        ({"budget": 0}, "budget: Input should be greater than 0"),
+        ({"budget": -3}, "budget: Input should be greater than 0"),
+        ({"step_max_tokens": 0}, "step_max_tokens: Input should be greater than 0"),
+        (
+            {"first_n_base_steps": -1},
+            "first_n_base_steps: Input should be greater than or equal to 0",
+        ),
+        ({"score_method": "max"}, "score_method: Input should be 'greedy' or 'average'"),
+        ({"delimiter": ""}, "delimiter: String should have at least 1 character"),
+        ({"top_p": 0}, "top_p: Input should be"),
+        ({"answer_by": "judge"}, "answer_by: Input should be"),
+    ],
+)
 def test_bad_config_is_a_typed_error(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         SpecReasonConfig(**kwargs)
@@ -87,11 +104,22 @@ def test_threshold_bounds_are_valid():
 
 
 def test_repeated_roles_are_merged_and_system_kept():
-    msgs = [SystemMessage("a"), SystemMessage("b"), HumanMessage("q1"), HumanMessage("q2"),
-            AIMessage("r1"), AIMessage("r2"), HumanMessage("q3")]
+    msgs = [
+        SystemMessage("a"),
+        SystemMessage("b"),
+        HumanMessage("q1"),
+        HumanMessage("q2"),
+        AIMessage("r1"),
+        AIMessage("r2"),
+        HumanMessage("q3"),
+    ]
     out = to_openai_messages(msgs)
     assert [(m["role"], m["content"]) for m in out] == [
-        ("system", "a\n\nb"), ("user", "q1\n\nq2"), ("assistant", "r1\n\nr2"), ("user", "q3")]
+        ("system", "a\n\nb"),
+        ("user", "q1\n\nq2"),
+        ("assistant", "r1\n\nr2"),
+        ("user", "q3"),
+    ]
 
 
 def test_tuple_and_dict_messages_are_accepted():
@@ -122,8 +150,9 @@ def test_unknown_family_is_a_config_error():
 
 
 def test_endpoint_repr_and_errors_never_show_the_key():
-    endpoint = OpenAIEndpoint("http://127.0.0.1:1/v1", api_key=SecretStr("sk-secret"),
-                              name="base", max_retries=0)
+    endpoint = OpenAIEndpoint(
+        "http://127.0.0.1:1/v1", api_key=SecretStr("sk-secret"), name="base", max_retries=0
+    )
     assert "sk-secret" not in repr(endpoint)
 
 
@@ -137,10 +166,14 @@ async def test_endpoint_retries_transient_errors_then_names_itself(monkeypatch):
         raise openai.APIConnectionError(request=request)
 
     monkeypatch.setattr(endpoint.client.chat.completions, "create", boom)
-    monkeypatch.setattr("langchain_specreason.endpoint.server.wait_exponential_jitter",
-                        lambda **kw: (lambda state: 0))
-    with pytest.raises(EndpointError, match=r"base endpoint at http://127.0.0.1:1/v1: "
-                                            r"unreachable after 3 attempts"):
+    monkeypatch.setattr(
+        "langchain_specreason.endpoint.server.wait_exponential_jitter", lambda **kw: lambda state: 0
+    )
+    with pytest.raises(
+        EndpointError,
+        match=r"base endpoint at http://127.0.0.1:1/v1: "
+        r"unreachable after 3 attempts",
+    ):
         await endpoint.complete(ChatRequest([{"role": "user", "content": "x"}], 1))
     assert len(calls) == 3
 
@@ -152,8 +185,11 @@ async def test_endpoint_does_not_retry_client_errors(monkeypatch):
 
     async def too_long(**kwargs):
         calls.append(kwargs)
-        response = httpx.Response(400, request=request, json={
-            "error": {"message": "This model's maximum context length is 4096 tokens."}})
+        response = httpx.Response(
+            400,
+            request=request,
+            json={"error": {"message": "This model's maximum context length is 4096 tokens."}},
+        )
         raise openai.BadRequestError("bad", response=response, body=response.json()["error"])
 
     monkeypatch.setattr(endpoint.client.chat.completions, "create", too_long)
@@ -171,8 +207,9 @@ def test_config_flags_come_from_the_config_fields():
     add_config_flags(parser, ["budget", "score_method", "lookahead", "seed"], budget=64)
     args = parser.parse_args([])
     assert (args.budget, args.score_method, args.lookahead, args.seed) == (64, "greedy", True, None)
-    args = parser.parse_args(["--budget", "32", "--score-method", "average", "--no-lookahead",
-                              "--seed", "3"])
+    args = parser.parse_args(
+        ["--budget", "32", "--score-method", "average", "--no-lookahead", "--seed", "3"]
+    )
     assert (args.budget, args.score_method, args.lookahead, args.seed) == (32, "average", False, 3)
     assert "Token budget" in parser.format_help()
     with pytest.raises(SystemExit):

@@ -36,6 +36,7 @@ def vllm_parser():
     return make_arg_parser(FlexibleArgumentParser())
 
 
+@pytest.mark.needs_vllm
 @pytest.mark.parametrize(("name", "variant"), CASES, ids=[f"{n}/{v}" for n, v in CASES])
 def test_server_args_parse_with_vllms_parser(vllm_parser, name, variant):
     profile = load_profile(name, variant=variant)
@@ -87,8 +88,14 @@ def test_router_server_of_a_profile(tmp_path, monkeypatch):
 
 
 def test_overrides():
-    profile = load_profile("cpu-test", draft_port=9001, base_port=9002, host="0.0.0.0",
-                           base_model="/models/other", extra_args={"base": ["--seed", "1"]})
+    profile = load_profile(
+        "cpu-test",
+        draft_port=9001,
+        base_port=9002,
+        host="0.0.0.0",
+        base_model="/models/other",
+        extra_args={"base": ["--seed", "1"]},
+    )
     assert (profile.draft.port, profile.base.port) == (9001, 9002)
     assert profile.base.url == "http://127.0.0.1:9002/v1"
     assert profile.base.served_name == "other"

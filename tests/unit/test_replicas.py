@@ -47,14 +47,18 @@ def test_two_replicas_per_role_on_consecutive_ports_routers_on_the_role_ports():
     assert [s.port for s in plan.replicas["draft"]] == [8201, 8202]
     assert [s.port for s in plan.replicas["base"]] == [8203, 8204]
     assert {r: (x.port, x.metrics_port) for r, x in plan.routers.items()} == {
-        "draft": (8101, 8205), "base": (8102, 8206)}
+        "draft": (8101, 8205),
+        "base": (8102, 8206),
+    }
     assert plan.routers["draft"].url == "http://127.0.0.1:8101/v1"
     assert plan.routers["base"].workers == ("http://127.0.0.1:8203", "http://127.0.0.1:8204")
     assert plan.routers["base"].policy == DEFAULT_POLICY == "consistent_hash"
     # a replica is the profile's server on another port, nothing else changes
     base = load_profile("cpu-test").base
-    assert all(s.args == base.args and s.env == base.env and s.model == base.model
-               for s in plan.replicas["base"])
+    assert all(
+        s.args == base.args and s.env == base.env and s.model == base.model
+        for s in plan.replicas["base"]
+    )
 
 
 def test_the_layout_follows_the_ports_and_the_replica_port_given():
@@ -62,7 +66,9 @@ def test_the_layout_follows_the_ports_and_the_replica_port_given():
     plan = plan_replicas(profile, 3, replica_port=9000, policy="cache_aware")
     assert [s.port for s in plan.servers()] == [9000, 9001, 9002, 9003, 9004, 9005]
     assert [(r.port, r.metrics_port, r.policy) for r in plan.routers.values()] == [
-        (8131, 9006, "cache_aware"), (8132, 9007, "cache_aware")]
+        (8131, 9006, "cache_aware"),
+        (8132, 9007, "cache_aware"),
+    ]
     only_base = plan_replicas(profile, 2, roles=("base",))
     assert [s.port for s in only_base.servers()] == [8231, 8232]
     assert list(only_base.routers) == ["base"] and only_base.routers["base"].metrics_port == 8233
@@ -73,10 +79,10 @@ def test_router_command_line():
     cmd = router_command(router, executable="vllm-router")
     assert cmd[:5] == ["vllm-router", "--host", "0.0.0.0", "--port", "8102"]
     i = cmd.index("--worker-urls")
-    assert cmd[i + 1:i + 3] == ["http://127.0.0.1:8203", "http://127.0.0.1:8204"]
+    assert cmd[i + 1 : i + 3] == ["http://127.0.0.1:8203", "http://127.0.0.1:8204"]
     assert cmd[cmd.index("--policy") + 1] == "consistent_hash"
     assert cmd[cmd.index("--prometheus-port") + 1] == "8206"
-    assert cmd[-len(FAILOVER_FLAGS):] == list(FAILOVER_FLAGS)
+    assert cmd[-len(FAILOVER_FLAGS) :] == list(FAILOVER_FLAGS)
     # the circuit breaker opens before the retries run out: the last attempts go elsewhere
     flags = dict(zip(FAILOVER_FLAGS[::2], FAILOVER_FLAGS[1::2], strict=True))
     assert int(flags["--cb-failure-threshold"]) < int(flags["--retry-max-retries"])
@@ -126,8 +132,11 @@ def test_the_cli_refuses_a_non_integer_replicas(capsys):
 
 
 def test_an_unknown_policy_is_refused():
-    with pytest.raises(ConfigError, match=r"--router-policy must be one of consistent_hash, "
-                                          r"cache_aware, power_of_two, round_robin, random"):
+    with pytest.raises(
+        ConfigError,
+        match=r"--router-policy must be one of consistent_hash, "
+        r"cache_aware, power_of_two, round_robin, random",
+    ):
         serve_launcher(_args("--replicas", "2", "--router-policy", "least_busy"))
 
 
@@ -153,11 +162,9 @@ def test_router_flags_without_replicas_are_refused():
 def test_env_overrides_need_key_equals_value():
     with pytest.raises(ConfigError, match=r"--base-env takes KEY=VALUE, got 'VLLM_X'"):
         serve_launcher(_args("--base-env", "VLLM_X"))
-    launcher = serve_launcher(_args("--replicas", "2", "--base-env",
-                                    "VLLM_CPU_KVCACHE_SPACE=1"))
+    launcher = serve_launcher(_args("--replicas", "2", "--base-env", "VLLM_CPU_KVCACHE_SPACE=1"))
     assert dict(launcher.profile.base.env)["VLLM_CPU_KVCACHE_SPACE"] == "1"
-    assert all(dict(s.env)["VLLM_CPU_KVCACHE_SPACE"] == "1"
-               for s in launcher.plan.replicas["base"])
+    assert all(dict(s.env)["VLLM_CPU_KVCACHE_SPACE"] == "1" for s in launcher.plan.replicas["base"])
     assert dict(launcher.profile.draft.env)["VLLM_CPU_KVCACHE_SPACE"] == "1"  # the profile's
 
 
@@ -191,12 +198,17 @@ def spawned(monkeypatch):
     monkeypatch.setattr(launcher_module.subprocess, "Popen", popen)
     monkeypatch.setattr(launcher_module, "check_port_free", lambda host, port: None)
     monkeypatch.setattr(launcher_module.os, "killpg", lambda pid, sig: None)
-    monkeypatch.setattr(launcher_module, "server_command",
-                        lambda spec, device: ["vllm", "--port", str(spec.port)])
+    monkeypatch.setattr(
+        launcher_module, "server_command", lambda spec, device: ["vllm", "--port", str(spec.port)]
+    )
     monkeypatch.setattr(replicas_module, "router_executable", lambda: "vllm-router")
-    monkeypatch.setattr(Launcher, "_wait_healthy",
-                        lambda self, runs=None: waits.append(
-                            [r.label for r in (self._running if runs is None else runs)]))
+    monkeypatch.setattr(
+        Launcher,
+        "_wait_healthy",
+        lambda self, runs=None: waits.append(
+            [r.label for r in (self._running if runs is None else runs)]
+        ),
+    )
     return started, waits
 
 
@@ -205,11 +217,15 @@ def test_default_one_replica_starts_the_pair_as_before(spawned, tmp_path):
     launcher = Launcher(load_profile("cpu-test"), log_dir=tmp_path)
     assert launcher.plan is None
     with launcher as servers:
-        assert servers.urls == {"draft": "http://127.0.0.1:8101/v1",
-                                "base": "http://127.0.0.1:8102/v1"}
+        assert servers.urls == {
+            "draft": "http://127.0.0.1:8101/v1",
+            "base": "http://127.0.0.1:8102/v1",
+        }
         assert servers.replica_urls == {}
-    assert [cmd for cmd, _, _ in started] == [["vllm", "--port", "8101"],
-                                              ["vllm", "--port", "8102"]]
+    assert [cmd for cmd, _, _ in started] == [
+        ["vllm", "--port", "8101"],
+        ["vllm", "--port", "8102"],
+    ]
     assert waits == [["draft", "base"]]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["base.log", "draft.log"]
 
@@ -218,29 +234,42 @@ def test_replicas_start_first_then_one_router_per_role(spawned, tmp_path):
     started, waits = spawned
     launcher = Launcher(load_profile("cpu-test"), log_dir=tmp_path, replicas=2, api_key=KEY)
     with launcher as servers:
-        assert servers.urls == {"draft": "http://127.0.0.1:8101/v1",
-                                "base": "http://127.0.0.1:8102/v1"}
+        assert servers.urls == {
+            "draft": "http://127.0.0.1:8101/v1",
+            "base": "http://127.0.0.1:8102/v1",
+        }
         assert servers.replica_urls == {
             "draft": ["http://127.0.0.1:8201/v1", "http://127.0.0.1:8202/v1"],
-            "base": ["http://127.0.0.1:8203/v1", "http://127.0.0.1:8204/v1"]}
+            "base": ["http://127.0.0.1:8203/v1", "http://127.0.0.1:8204/v1"],
+        }
     assert [cmd[:3] for cmd, _, _ in started] == [
-        ["vllm", "--port", "8201"], ["vllm", "--port", "8202"],
-        ["vllm", "--port", "8203"], ["vllm", "--port", "8204"],
-        ["vllm-router", "--host", "127.0.0.1"], ["vllm-router", "--host", "127.0.0.1"]]
-    assert waits == [["draft replica 1", "draft replica 2", "base replica 1", "base replica 2"],
-                     ["draft router", "base router"]]
+        ["vllm", "--port", "8201"],
+        ["vllm", "--port", "8202"],
+        ["vllm", "--port", "8203"],
+        ["vllm", "--port", "8204"],
+        ["vllm-router", "--host", "127.0.0.1"],
+        ["vllm-router", "--host", "127.0.0.1"],
+    ]
+    assert waits == [
+        ["draft replica 1", "draft replica 2", "base replica 1", "base replica 2"],
+        ["draft router", "base router"],
+    ]
     for cmd, env, _ in started[:4]:  # every replica requires the key, from its environment
         assert env["VLLM_API_KEY"] == KEY and KEY not in " ".join(cmd)
     for cmd, _, _ in started[4:]:
         assert KEY not in " ".join(cmd)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "base-1.log", "base-2.log", "base-router.log",
-        "draft-1.log", "draft-2.log", "draft-router.log"]
+        "base-1.log",
+        "base-2.log",
+        "base-router.log",
+        "draft-1.log",
+        "draft-2.log",
+        "draft-router.log",
+    ]
     assert (tmp_path / "base-router.log").read_text().startswith("$ vllm-router --host")
 
 
-def test_a_dead_replica_is_said_once_a_dead_router_or_pool_is_an_error(spawned, tmp_path,
-                                                                        capsys):
+def test_a_dead_replica_is_said_once_a_dead_router_or_pool_is_an_error(spawned, tmp_path, capsys):
     started, _ = spawned
     launcher = Launcher(load_profile("cpu-test"), log_dir=tmp_path, replicas=2).start()
     try:
@@ -262,8 +291,18 @@ def test_a_dead_replica_is_said_once_a_dead_router_or_pool_is_an_error(spawned, 
 
 
 def test_serve_launcher_builds_the_pool_from_the_flags():
-    launcher = serve_launcher(_args("--replicas", "3", "--router-policy", "power_of_two",
-                                    "--draft-port", "8131", "--base-port", "8132"))
+    launcher = serve_launcher(
+        _args(
+            "--replicas",
+            "3",
+            "--router-policy",
+            "power_of_two",
+            "--draft-port",
+            "8131",
+            "--base-port",
+            "8132",
+        )
+    )
     assert launcher.plan is not None
     assert {r: len(s) for r, s in launcher.plan.replicas.items()} == {"draft": 3, "base": 3}
     assert {r.policy for r in launcher.plan.routers.values()} == {"power_of_two"}
@@ -304,9 +343,11 @@ async def test_routing_headers_as_default_headers_of_an_openai_client_are_read_p
         return httpx.Response(200, json={"object": "list", "data": []})
 
     client = openai.AsyncOpenAI(
-        base_url="http://router.invalid/v1", api_key="k",
+        base_url="http://router.invalid/v1",
+        api_key="k",
         default_headers=RoutingHeaders({"X-Team": "t"}),
-        http_client=httpx.AsyncClient(transport=httpx.MockTransport(answer)))
+        http_client=httpx.AsyncClient(transport=httpx.MockTransport(answer)),
+    )
     await client.models.list()
     with routing_key("run-7"):
         await client.models.list()
@@ -316,7 +357,8 @@ async def test_routing_headers_as_default_headers_of_an_openai_client_are_read_p
 
 
 def test_the_routers_are_printed_as_the_roles_on_stdout_the_replicas_on_stderr(
-        monkeypatch, tmp_path, capsys):
+    monkeypatch, tmp_path, capsys
+):
     class _Healthy:
         status_code = 200
 
@@ -362,6 +404,9 @@ def test_the_router_command_parses_with_the_routers_own_parser():
     parsed._validate_router_args()
     assert parsed.worker_urls == [f"http://127.0.0.1:{p}" for p in (8201, 8202, 8203)]
     assert (parsed.policy, parsed.port, parsed.prometheus_port) == ("cache_aware", 8101, 8207)
-    assert (parsed.retry_max_retries, parsed.cb_failure_threshold,
-            parsed.health_check_interval_secs) == (5, 3, 5)
+    assert (
+        parsed.retry_max_retries,
+        parsed.cb_failure_threshold,
+        parsed.health_check_interval_secs,
+    ) == (5, 3, 5)
     assert parsed.api_key is None

@@ -13,10 +13,18 @@ from langchain_specreason.lab.training.train import _plan, train_router
 
 
 def step(problem: str, index: int, advantage: float) -> dict:
-    return {"problem_id": problem, "step_index": index, "question": "What is 2 + 2?",
-            "prefix": [], "draft_step": "2 + 2 = 5.", "base_step": "2 + 2 = 4.",
-            "draft_score": 3.0, "base_score": 3.0 + advantage, "advantage": advantage,
-            "escalated": advantage > 0}
+    return {
+        "problem_id": problem,
+        "step_index": index,
+        "question": "What is 2 + 2?",
+        "prefix": [],
+        "draft_step": "2 + 2 = 5.",
+        "base_step": "2 + 2 = 4.",
+        "draft_score": 3.0,
+        "base_score": 3.0 + advantage,
+        "advantage": advantage,
+        "escalated": advantage > 0,
+    }
 
 
 def write(path, lines: list[str]):

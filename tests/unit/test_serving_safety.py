@@ -56,8 +56,11 @@ def serve_args(*flags: str):
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.20", "::", "node-a.example"])
 def test_an_exposed_dev_mode_server_without_a_key_is_refused(host):
-    with pytest.raises(ConfigError, match=r"VLLM_SERVER_DEV_MODE=1 and no API key.*--api-key KEY "
-                                          r"or VLLM_API_KEY=KEY.*127\.0\.0\.1"):
+    with pytest.raises(
+        ConfigError,
+        match=r"VLLM_SERVER_DEV_MODE=1 and no API key.*--api-key KEY "
+        r"or VLLM_API_KEY=KEY.*127\.0\.0\.1",
+    ):
         serve_launcher(serve_args("--host", host))
 
 
@@ -127,12 +130,12 @@ def test_the_key_reaches_every_server_by_its_environment_only(tmp_path, monkeypa
     profile.write_text(f"""
 device = "cpu"
 [draft]
-model = "{tmp_path / 'draft-model'}"
+model = "{tmp_path / "draft-model"}"
 port = 8901
 args = ["--dtype", "float32"]
 env = {{ VLLM_SERVER_DEV_MODE = "1", HF_TOKEN = "{HF}" }}
 [base]
-model = "{tmp_path / 'base-model'}"
+model = "{tmp_path / "base-model"}"
 port = 8902
 env = {{ VLLM_SERVER_DEV_MODE = "1" }}
 """)
@@ -148,8 +151,7 @@ env = {{ VLLM_SERVER_DEV_MODE = "1" }}
     monkeypatch.setattr(launcher_module.os, "killpg", lambda pid, sig: None)
     monkeypatch.setattr(Launcher, "_wait_healthy", lambda self: None)
     monkeypatch.setenv("VLLM_API_KEY", "inherited-key")  # the launcher's key wins over it
-    loaded = load_profile(str(profile), host="0.0.0.0",
-                          extra_args={"base": [f"--hf-token={HF}"]})
+    loaded = load_profile(str(profile), host="0.0.0.0", extra_args={"base": [f"--hf-token={HF}"]})
     with Launcher(loaded, log_dir=tmp_path / "logs", api_key=KEY) as servers:
         assert servers.api_key == KEY
     assert [cmd[cmd.index("--port") + 1] for cmd, _ in started] == ["8901", "8902"]
@@ -172,8 +174,9 @@ def test_server_env_sets_the_key_over_an_inherited_one(monkeypatch):
 
 def test_an_empty_env_override_unsets_the_variable_even_a_default(monkeypatch):
     monkeypatch.setenv("X_INHERITED_EMPTY", "")
-    spec = load_profile("cpu-test", extra_env={"base": {"VLLM_CPU_KVCACHE_SPACE": "",
-                                                        "X_KEEP": "0"}}).base
+    spec = load_profile(
+        "cpu-test", extra_env={"base": {"VLLM_CPU_KVCACHE_SPACE": "", "X_KEEP": "0"}}
+    ).base
     env = server_env(spec, "cpu")
     assert "VLLM_CPU_KVCACHE_SPACE" not in env  # the profile's 2 and the CPU default's 1 are gone
     assert env["X_KEEP"] == "0"
@@ -185,34 +188,101 @@ def test_an_empty_env_override_unsets_the_variable_even_a_default(monkeypatch):
 
 
 def test_redact_args_hides_secret_flag_values():
-    args = ["vllm", "serve", "m", "--api-key", KEY, f"--api-key={KEY}", "--hf-token", HF,
-            "--port", "8000", "--max-num-batched-tokens", "4096", "--tokenizer", "tok",
-            "--enable-prompt-tokens-details", "--max-num-seqs", "8", "--api-key", "k1", "k2",
-            "--hf-token", "--dtype", "float32"]
+    args = [
+        "vllm",
+        "serve",
+        "m",
+        "--api-key",
+        KEY,
+        f"--api-key={KEY}",
+        "--hf-token",
+        HF,
+        "--port",
+        "8000",
+        "--max-num-batched-tokens",
+        "4096",
+        "--tokenizer",
+        "tok",
+        "--enable-prompt-tokens-details",
+        "--max-num-seqs",
+        "8",
+        "--api-key",
+        "k1",
+        "k2",
+        "--hf-token",
+        "--dtype",
+        "float32",
+    ]
     shown = redact_args(args)
     assert KEY not in " ".join(shown) and HF not in " ".join(shown)
-    assert shown == ["vllm", "serve", "m", "--api-key", "***", "--api-key=***", "--hf-token",
-                     "***", "--port", "8000", "--max-num-batched-tokens", "4096", "--tokenizer",
-                     "tok", "--enable-prompt-tokens-details", "--max-num-seqs", "8",
-                     "--api-key", "***", "***", "--hf-token", "--dtype", "float32"]
+    assert shown == [
+        "vllm",
+        "serve",
+        "m",
+        "--api-key",
+        "***",
+        "--api-key=***",
+        "--hf-token",
+        "***",
+        "--port",
+        "8000",
+        "--max-num-batched-tokens",
+        "4096",
+        "--tokenizer",
+        "tok",
+        "--enable-prompt-tokens-details",
+        "--max-num-seqs",
+        "8",
+        "--api-key",
+        "***",
+        "***",
+        "--hf-token",
+        "--dtype",
+        "float32",
+    ]
 
 
 def test_redact_env_hides_secret_named_values():
-    env = {"VLLM_API_KEY": KEY, "HF_TOKEN": HF, "AWS_SECRET_ACCESS_KEY": "a", "DB_PASSWORD": "p",
-           "VLLM_CPU_KVCACHE_SPACE": "1", "CUDA_VISIBLE_DEVICES": "0", "EMPTY_TOKEN": ""}
-    assert redact_env(env) == {"VLLM_API_KEY": "***", "HF_TOKEN": "***",
-                               "AWS_SECRET_ACCESS_KEY": "***", "DB_PASSWORD": "***",
-                               "VLLM_CPU_KVCACHE_SPACE": "1", "CUDA_VISIBLE_DEVICES": "0",
-                               "EMPTY_TOKEN": ""}
+    env = {
+        "VLLM_API_KEY": KEY,
+        "HF_TOKEN": HF,
+        "AWS_SECRET_ACCESS_KEY": "a",
+        "DB_PASSWORD": "p",
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "CUDA_VISIBLE_DEVICES": "0",
+        "EMPTY_TOKEN": "",
+    }
+    assert redact_env(env) == {
+        "VLLM_API_KEY": "***",
+        "HF_TOKEN": "***",
+        "AWS_SECRET_ACCESS_KEY": "***",
+        "DB_PASSWORD": "***",
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "CUDA_VISIBLE_DEVICES": "0",
+        "EMPTY_TOKEN": "",
+    }
 
 
 def test_redact_record_hides_secrets_in_a_meta_shaped_dict():
-    meta = {"settings": {"budget": 64, "max_tokens": 8, "step_max_tokens": 16},
-            "sessions": [{"command": ["specreason", "bench", f"--api-key={KEY}"],
-                          "servers": [{"base": {"args": ["--api-key", KEY, "--port", "1"],
-                                                "env": {"HF_TOKEN": HF, "X": "1"},
-                                                "models": [{"id": "m", "root": "/m"}]},
-                                       "api_key": True, "router": {"hf_token": HF}}]}]}
+    meta = {
+        "settings": {"budget": 64, "max_tokens": 8, "step_max_tokens": 16},
+        "sessions": [
+            {
+                "command": ["specreason", "bench", f"--api-key={KEY}"],
+                "servers": [
+                    {
+                        "base": {
+                            "args": ["--api-key", KEY, "--port", "1"],
+                            "env": {"HF_TOKEN": HF, "X": "1"},
+                            "models": [{"id": "m", "root": "/m"}],
+                        },
+                        "api_key": True,
+                        "router": {"hf_token": HF},
+                    }
+                ],
+            }
+        ],
+    }
     shown = redact_record(meta)
     text = json.dumps(shown)
     assert KEY not in text and HF not in text
@@ -228,10 +298,8 @@ def test_redact_record_hides_secrets_in_a_meta_shaped_dict():
 async def test_meta_json_never_holds_a_secret(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["specreason", "bench", "--api-key", KEY, "--limit", "2"])
     meta = MetaFile(tmp_path, {"budget": 64})
-    profile = load_profile("cpu-test", extra_args={"base": [f"--api-key={KEY}",
-                                                             "--hf-token", HF]})
-    pair = ServerPair(None, "http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1", profile,
-                      api_key=KEY)
+    profile = load_profile("cpu-test", extra_args={"base": [f"--api-key={KEY}", "--hf-token", HF]})
+    pair = ServerPair(None, "http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1", profile, api_key=KEY)
     assert KEY not in repr(pair)
     from langchain_specreason.lab.bench import servers
 
@@ -264,11 +332,15 @@ def test_client_key_order(monkeypatch):
     assert client_api_key("flag", {"SPECREASON_BASE_API_KEY": "s"}) == "flag"
 
 
-@pytest.mark.parametrize("argv", [
-    ["bench", *URLS],
-    ["bench", "judges", *URLS],
-    ["arbitrage", "label", *URLS],
-], ids=["bench", "bench judges", "arbitrage label"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bench", *URLS],
+        ["bench", "judges", *URLS],
+        ["arbitrage", "label", *URLS],
+    ],
+    ids=["bench", "bench judges", "arbitrage label"],
+)
 def test_bench_and_arbitrage_flags_read_the_key_from_the_environment(argv, monkeypatch):
     parser = build_parser()
     assert api_key_of(parser.parse_args(argv)) is None
@@ -283,8 +355,9 @@ def test_the_bench_plan_carries_the_key_to_its_servers(tmp_path, monkeypatch):
     path = tmp_path / "q.jsonl"
     path.write_text('{"question": "1+1?", "answer": "2"}\n')
     monkeypatch.setenv("SPECREASON_BASE_API_KEY", KEY)
-    args = build_parser().parse_args(["bench", *URLS, "--dataset", str(path),
-                                      "--out", str(tmp_path / "o")])
+    args = build_parser().parse_args(
+        ["bench", *URLS, "--dataset", str(path), "--out", str(tmp_path / "o")]
+    )
     plan = make_plan(args)
     assert plan.source.api_key == KEY and KEY not in json.dumps(plan.meta_settings)
     with plan.source.servers(None) as pair:
@@ -324,4 +397,6 @@ async def test_bench_helpers_send_the_key():
         assert [m["id"] for m in await served_models(f"{url}/v1", api_key=KEY)] == ["m"]
         assert await reset_prefix_cache(f"{url}/v1", api_key=KEY) is True
     assert [(path, headers.get("authorization")) for _, path, headers in seen] == [
-        ("/v1/models", f"Bearer {KEY}"), ("/reset_prefix_cache", f"Bearer {KEY}")]
+        ("/v1/models", f"Bearer {KEY}"),
+        ("/reset_prefix_cache", f"Bearer {KEY}"),
+    ]

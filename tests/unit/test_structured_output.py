@@ -25,8 +25,10 @@ class Joke(BaseModel):
     punchline: str = Field(description="answer to resolve the joke")
 
 
-JOKE = {"setup": "Why did the cat sit on the computer?",
-        "punchline": "To keep an eye on the mouse."}
+JOKE = {
+    "setup": "Why did the cat sit on the computer?",
+    "punchline": "To keep an eye on the mouse.",
+}
 
 
 def json_answers(model: ChatSpecReason, reply: str = json.dumps(JOKE)):
@@ -56,7 +58,8 @@ async def test_json_schema_sends_the_schema_to_the_answer_call_and_parses_it():
     base = json_answers(model)
     seen = _Options()
     joke = await model.with_structured_output(Joke, strict=True).ainvoke(
-        "Tell me a joke about cats.", config={"callbacks": [seen]})
+        "Tell me a joke about cats.", config={"callbacks": [seen]}
+    )
     assert joke == Joke(**JOKE)
     [answer] = [r for r in base.requests if r.response_format is not None]
     assert answer.response_format["type"] == "json_schema"
@@ -67,7 +70,9 @@ async def test_json_schema_sends_the_schema_to_the_answer_call_and_parses_it():
     # the reasoning ran as usual, and LangSmith sees the structured-output format
     assert any(r.top_logprobs for r in base.requests)
     assert seen.options[0]["ls_structured_output_format"]["kwargs"] == {
-        "method": "json_schema", "strict": True}
+        "method": "json_schema",
+        "strict": True,
+    }
 
 
 async def test_structured_reply_content_is_the_json_and_the_trace_is_reasoning():
@@ -83,8 +88,9 @@ async def test_structured_reply_content_is_the_json_and_the_trace_is_reasoning()
 async def test_json_mode_asks_for_a_json_object_and_returns_a_dict():
     model = fake_model()
     base = json_answers(model)
-    out = await model.with_structured_output(Joke.model_json_schema(),
-                                             method="json_mode").ainvoke("A cat joke?")
+    out = await model.with_structured_output(Joke.model_json_schema(), method="json_mode").ainvoke(
+        "A cat joke?"
+    )
     assert out == JOKE
     [answer] = [r for r in base.requests if r.response_format is not None]
     assert answer.response_format == {"type": "json_object"}
@@ -120,8 +126,9 @@ async def test_function_calling_forces_the_schema_as_a_strict_tool():
         return done
 
     base.handler = as_joke
-    joke = await model.with_structured_output(Joke, method="function_calling",
-                                              strict=True).ainvoke("A cat joke?")
+    joke = await model.with_structured_output(Joke, method="function_calling", strict=True).ainvoke(
+        "A cat joke?"
+    )
     assert joke == Joke(**JOKE)
     [call] = [r for r in base.requests if r.tools]
     assert call.tool_choice == {"type": "function", "function": {"name": "Joke"}}
@@ -167,16 +174,30 @@ async def test_the_endpoint_sends_response_format_in_the_request_body():
 
     def handler(request: httpx2.Request) -> httpx2.Response:
         bodies.append(json.loads(request.content))
-        return httpx2.Response(200, json={
-            "id": "x", "object": "chat.completion", "created": 0, "model": "m",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": "{}"}}]})
+        return httpx2.Response(
+            200,
+            json={
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": "{}"},
+                    }
+                ],
+            },
+        )
 
-    endpoint = OpenAIEndpoint("http://testserver/v1", model="m",
-                              transport=httpx2.MockTransport(handler))
+    endpoint = OpenAIEndpoint(
+        "http://testserver/v1", model="m", transport=httpx2.MockTransport(handler)
+    )
     fmt = {"type": "json_schema", "json_schema": {"name": "J", "schema": {"type": "object"}}}
-    await endpoint.complete(ChatRequest([{"role": "user", "content": "hi"}], 8,
-                                        response_format=fmt))
+    await endpoint.complete(
+        ChatRequest([{"role": "user", "content": "hi"}], 8, response_format=fmt)
+    )
     await endpoint.complete(ChatRequest([{"role": "user", "content": "hi"}], 8))
     assert bodies[0]["response_format"] == fmt
     assert "response_format" not in bodies[1]

@@ -29,9 +29,15 @@ def test_langgraph_json_points_at_the_studio_graph(monkeypatch):
 
 
 def test_config_from_env():
-    config = SpecReasonConfig.from_env({"SPECREASON_THRESHOLD": "5", "SPECREASON_BUDGET": "64",
-                                        "SPECREASON_SCORE_METHOD": "average",
-                                        "SPECREASON_DELIMITER": "\\n\\n", "SPECREASON_SEED": "3"})
+    config = SpecReasonConfig.from_env(
+        {
+            "SPECREASON_THRESHOLD": "5",
+            "SPECREASON_BUDGET": "64",
+            "SPECREASON_SCORE_METHOD": "average",
+            "SPECREASON_DELIMITER": "\\n\\n",
+            "SPECREASON_SEED": "3",
+        }
+    )
     assert (config.threshold, config.budget, config.score_method) == (5.0, 64, "average")
     assert config.delimiter == "\n\n" and config.seed == 3
     with pytest.raises(ConfigError, match="budget: Input should be a valid integer"):

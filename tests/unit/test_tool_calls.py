@@ -32,8 +32,9 @@ def multiply(a: int, b: int) -> int:
 
 def _sse(chunks: list[dict]) -> bytes:
     head = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m"}
-    return ("".join(f"data: {json.dumps({**head, **c})}\n\n" for c in chunks)
-            + "data: [DONE]\n\n").encode()
+    return (
+        "".join(f"data: {json.dumps({**head, **c})}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    ).encode()
 
 
 class ToolCallingVLLM(FakeVLLM):
@@ -44,49 +45,86 @@ class ToolCallingVLLM(FakeVLLM):
         if not body.get("stream"):
             return super().__call__(request)
         self.requests.append((request.url.path, dict(request.headers), body))
-        pieces = [{"index": 0, "id": "call-7", "type": "function",
-                   "function": {"name": "get_weather", "arguments": ""}},
-                  {"index": 0, "function": {"arguments": '{"location": '}},
-                  {"index": 0, "function": {"arguments": '"Paris"}'}}]
-        chunks = [{"choices": [{"index": 0, "delta": {"tool_calls": [p]},
-                                "finish_reason": None}]} for p in pieces]
-        chunks += [{"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
-                   {"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 12,
-                                             "total_tokens": 21}}]
-        return httpx2.Response(200, headers={"content-type": "text/event-stream"},
-                               content=_sse(chunks))
+        pieces = [
+            {
+                "index": 0,
+                "id": "call-7",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": ""},
+            },
+            {"index": 0, "function": {"arguments": '{"location": '}},
+            {"index": 0, "function": {"arguments": '"Paris"}'}},
+        ]
+        chunks = [
+            {"choices": [{"index": 0, "delta": {"tool_calls": [p]}, "finish_reason": None}]}
+            for p in pieces
+        ]
+        chunks += [
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+            {
+                "choices": [],
+                "usage": {"prompt_tokens": 9, "completion_tokens": 12, "total_tokens": 21},
+            },
+        ]
+        return httpx2.Response(
+            200, headers={"content-type": "text/event-stream"}, content=_sse(chunks)
+        )
 
 
 async def test_the_endpoint_streams_tool_call_pieces_as_they_come():
-    endpoint = OpenAIEndpoint("http://base/v1", model="m",
-                              transport=httpx2.MockTransport(ToolCallingVLLM()))
-    items = [i async for i in endpoint.stream(ChatRequest(
-        [{"role": "user", "content": "Weather in Paris?"}], 32,
-        tools=[{"type": "function", "function": {"name": "get_weather"}}]))]
+    endpoint = OpenAIEndpoint(
+        "http://base/v1", model="m", transport=httpx2.MockTransport(ToolCallingVLLM())
+    )
+    items = [
+        i
+        async for i in endpoint.stream(
+            ChatRequest(
+                [{"role": "user", "content": "Weather in Paris?"}],
+                32,
+                tools=[{"type": "function", "function": {"name": "get_weather"}}],
+            )
+        )
+    ]
     pieces = [p for i in items for p in i.tool_call_chunks]
     assert [(p["index"], p["id"], p["name"], p["arguments"]) for p in pieces] == [
-        (0, "call-7", "get_weather", ""), (0, None, None, '{"location": '),
-        (0, None, None, '"Paris"}')]
-    assert items[-1].tool_calls == [{"id": "call-7", "type": "function", "function": {
-        "name": "get_weather", "arguments": '{"location": "Paris"}'}}]
+        (0, "call-7", "get_weather", ""),
+        (0, None, None, '{"location": '),
+        (0, None, None, '"Paris"}'),
+    ]
+    assert items[-1].tool_calls == [
+        {
+            "id": "call-7",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"location": "Paris"}'},
+        }
+    ]
 
 
 async def test_streamed_tool_call_chunks_reach_the_caller_before_the_last_chunk():
     model = ChatSpecReason(
         draft_endpoint=ScriptedEndpoint("draft", lambda r: step("Look it up.", 3, end=True)),
-        base_endpoint=OpenAIEndpoint("http://base/v1", model="m", name="base",
-                                     transport=httpx2.MockTransport(ToolCallingVLLM())),
-        judge="arithmetic")
+        base_endpoint=OpenAIEndpoint(
+            "http://base/v1",
+            model="m",
+            name="base",
+            transport=httpx2.MockTransport(ToolCallingVLLM()),
+        ),
+        judge="arithmetic",
+    )
     chunks = [c async for c in model.bind_tools([get_weather]).astream("Weather in Paris?")]
     with_calls = [i for i, c in enumerate(chunks) if c.tool_call_chunks]
     assert [chunks[i].tool_call_chunks[0]["args"] for i in with_calls] == [
-        "", '{"location": ', '"Paris"}']  # one chunk per piece the server sent
+        "",
+        '{"location": ',
+        '"Paris"}',
+    ]  # one chunk per piece the server sent
     assert with_calls[-1] < len(chunks) - 1 and not chunks[-1].tool_call_chunks
     full = chunks[0]
     for c in chunks[1:]:
         full = full + c
-    assert full.tool_calls == [{"name": "get_weather", "args": {"location": "Paris"},
-                                "id": "call-7", "type": "tool_call"}]
+    assert full.tool_calls == [
+        {"name": "get_weather", "args": {"location": "Paris"}, "id": "call-7", "type": "tool_call"}
+    ]
     assert full.response_metadata["finish_reason"] == "tool_calls"
 
 
@@ -107,9 +145,14 @@ def written_call(model: ChatSpecReason, text: str) -> ScriptedEndpoint:
 FENCED = '```json\n{"name": "multiply", "arguments": {"a": 3, "b": 4}}\n```'
 
 
-@pytest.mark.parametrize("text", [
-    FENCED, '{"name": "multiply", "parameters": {"a": 3, "b": 4}}',
-    '  {"name": "multiply", "arguments": "{\\"a\\": 3, \\"b\\": 4}"}\n'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        FENCED,
+        '{"name": "multiply", "parameters": {"a": 3, "b": 4}}',
+        '  {"name": "multiply", "arguments": "{\\"a\\": 3, \\"b\\": 4}"}\n',
+    ],
+)
 async def test_a_call_written_as_json_is_recovered_as_a_tool_call(text):
     model = fake_model()
     written_call(model, text)
@@ -146,25 +189,43 @@ def test_recover_tool_calls_reads_json_fences_and_tags_naming_a_bound_tool():
 
     def calls(text):
         found = recover_tool_calls(text, names)
-        return None if found is None else (
-            [(c["function"]["name"], json.loads(c["function"]["arguments"]))
-             for c in found.tool_calls], found.rest)
+        return (
+            None
+            if found is None
+            else (
+                [
+                    (c["function"]["name"], json.loads(c["function"]["arguments"]))
+                    for c in found.tool_calls
+                ],
+                found.rest,
+            )
+        )
 
     assert calls('{"name": "multiply", "arguments": {"a": 1, "b": 2}}') == (
-        [("multiply", {"a": 1, "b": 2})], "")
-    assert calls('[{"name": "multiply", "arguments": {"a": 1, "b": 2}}, '
-                 '{"type": "function", "function": {"name": "get_weather", '
-                 '"arguments": "{\\"location\\": \\"Oslo\\"}"}}]') == (
-        [("multiply", {"a": 1, "b": 2}), ("get_weather", {"location": "Oslo"})], "")
-    assert calls('Sure.\n```json\n{"name": "get_weather", "parameters": {"location": "Rome"}}'
-                 '\n```\nAnything else?') == (
-        [("get_weather", {"location": "Rome"})], "Sure.\n\nAnything else?")
-    assert calls('<tool_call>\n{"name": "multiply", "arguments": {"a": 5, "b": 6}}\n'
-                 '</tool_call>') == ([("multiply", {"a": 5, "b": 6})], "")
-    for not_a_call in ('{"name": "divide", "arguments": {}}',  # not a bound tool
-                       '{"name": "multiply"}',  # no arguments
-                       '{"name": "multiply", "arguments": [1, 2]}',  # not an object
-                       '{"answer": 12}', "12", "The answer is 12.", '{"name": "multiply", '):
+        [("multiply", {"a": 1, "b": 2})],
+        "",
+    )
+    assert calls(
+        '[{"name": "multiply", "arguments": {"a": 1, "b": 2}}, '
+        '{"type": "function", "function": {"name": "get_weather", '
+        '"arguments": "{\\"location\\": \\"Oslo\\"}"}}]'
+    ) == ([("multiply", {"a": 1, "b": 2}), ("get_weather", {"location": "Oslo"})], "")
+    assert calls(
+        'Sure.\n```json\n{"name": "get_weather", "parameters": {"location": "Rome"}}'
+        "\n```\nAnything else?"
+    ) == ([("get_weather", {"location": "Rome"})], "Sure.\n\nAnything else?")
+    assert calls(
+        '<tool_call>\n{"name": "multiply", "arguments": {"a": 5, "b": 6}}\n</tool_call>'
+    ) == ([("multiply", {"a": 5, "b": 6})], "")
+    for not_a_call in (
+        '{"name": "divide", "arguments": {}}',  # not a bound tool
+        '{"name": "multiply"}',  # no arguments
+        '{"name": "multiply", "arguments": [1, 2]}',  # not an object
+        '{"answer": 12}',
+        "12",
+        "The answer is 12.",
+        '{"name": "multiply", ',
+    ):
         assert recover_tool_calls(not_a_call, names) is None, not_a_call
 
 
@@ -216,10 +277,11 @@ async def test_a_written_call_the_conversation_already_made_is_not_made_again():
 
     model = fake_model()
     fresh_and_continued(model, CALL, "So it is 12.")
-    history = [HumanMessage("3*4?"),
-               AIMessage("", tool_calls=[{"name": "multiply", "args": {"a": 3, "b": 4},
-                                          "id": "call-1"}]),
-               ToolMessage("12", tool_call_id="call-1")]
+    history = [
+        HumanMessage("3*4?"),
+        AIMessage("", tool_calls=[{"name": "multiply", "args": {"a": 3, "b": 4}, "id": "call-1"}]),
+        ToolMessage("12", tool_call_id="call-1"),
+    ]
     msg = await model.bind_tools([multiply]).ainvoke(history)
     assert msg.tool_calls == []  # small models repeat the call after its result
     assert msg.content.endswith("So it is 12. ")
@@ -228,9 +290,15 @@ async def test_a_written_call_the_conversation_already_made_is_not_made_again():
 async def test_with_output_version_v1_streamed_calls_are_tool_call_blocks():
     model = ChatSpecReason(
         draft_endpoint=ScriptedEndpoint("draft", lambda r: step("Look it up.", 3, end=True)),
-        base_endpoint=OpenAIEndpoint("http://base/v1", model="m", name="base",
-                                     transport=httpx2.MockTransport(ToolCallingVLLM())),
-        judge="arithmetic", output_version="v1")
+        base_endpoint=OpenAIEndpoint(
+            "http://base/v1",
+            model="m",
+            name="base",
+            transport=httpx2.MockTransport(ToolCallingVLLM()),
+        ),
+        judge="arithmetic",
+        output_version="v1",
+    )
     full = None
     async for chunk in model.bind_tools([get_weather]).astream("Weather in Paris?"):
         full = chunk if full is None else full + chunk
@@ -245,7 +313,8 @@ def test_call_prefix_is_the_whole_call_a_text_begins_with():
     assert call_prefix("  " + CALL[:-1]) is None  # not closed yet
     assert call_prefix("```json\n" + CALL + "\n```\nmore") == "```json\n" + CALL + "\n```"
     assert call_prefix("<tool_call>" + CALL + "</tool_call>x") == (
-        "<tool_call>" + CALL + "</tool_call>")
+        "<tool_call>" + CALL + "</tool_call>"
+    )
     assert call_prefix("The answer") is None
 
 
@@ -254,14 +323,17 @@ async def test_a_v1_reply_with_tool_call_blocks_goes_back_as_text_and_tool_calls
 
     model = fake_model()
     fresh_and_continued(model, "It is 12.", "So it is 12.")
-    reply = AIMessage(content=[{"type": "reasoning", "reasoning": "Think."},
-                               {"type": "text", "text": "Let me multiply."},
-                               {"type": "tool_call", "name": "multiply",
-                                "args": {"a": 3, "b": 4}, "id": "call-1"}],
-                      tool_calls=[{"name": "multiply", "args": {"a": 3, "b": 4},
-                                   "id": "call-1"}])
+    reply = AIMessage(
+        content=[
+            {"type": "reasoning", "reasoning": "Think."},
+            {"type": "text", "text": "Let me multiply."},
+            {"type": "tool_call", "name": "multiply", "args": {"a": 3, "b": 4}, "id": "call-1"},
+        ],
+        tool_calls=[{"name": "multiply", "args": {"a": 3, "b": 4}, "id": "call-1"}],
+    )
     await model.bind_tools([multiply]).ainvoke(
-        [HumanMessage("3*4?"), reply, ToolMessage("12", tool_call_id="call-1")])
+        [HumanMessage("3*4?"), reply, ToolMessage("12", tool_call_id="call-1")]
+    )
     sent = model.base_endpoint.requests[-1].messages[1]
     assert sent["content"] == "Let me multiply."  # no content part vLLM would refuse
     assert sent["tool_calls"][0]["function"]["name"] == "multiply"
@@ -277,7 +349,10 @@ def test_a_tool_without_parameters_is_sent_closed_and_others_as_converted():
     bound = fake_model().bind_tools([roll_dice, multiply])
     no_args, with_args = bound.kwargs["tools"]
     assert no_args["function"]["parameters"] == {
-        "type": "object", "properties": {}, "additionalProperties": False}
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+    }
     assert no_args["function"]["strict"] is True  # vLLM pins arguments of strict tools only
     assert "additionalProperties" not in with_args["function"]["parameters"]
     assert "strict" not in with_args["function"]
@@ -287,8 +362,13 @@ def test_a_tool_without_parameters_is_sent_closed_and_others_as_converted():
     assert "additionalProperties" not in loose["function"]["parameters"]
     assert set(with_args["function"]["parameters"]["properties"]) == {"a", "b"}
     # a schema that says what it allows is left as written
-    open_tool = {"type": "function", "function": {
-        "name": "f", "description": "d",
-        "parameters": {"type": "object", "properties": {}, "additionalProperties": True}}}
+    open_tool = {
+        "type": "function",
+        "function": {
+            "name": "f",
+            "description": "d",
+            "parameters": {"type": "object", "properties": {}, "additionalProperties": True},
+        },
+    }
     [sent] = fake_model().bind_tools([open_tool]).kwargs["tools"]
     assert sent["function"]["parameters"]["additionalProperties"] is True

@@ -20,8 +20,10 @@ def _pair(window: int) -> tuple[WindowedScriptedEndpoint, WindowedScriptedEndpoi
 
     draft = WindowedScriptedEndpoint("draft", draft_step, window=window)
     base = WindowedScriptedEndpoint(
-        "base", lambda r: score("9") if is_judge(r) else step("the answer", 2, end=True),
-        window=window + 1000)  # the smaller window of the two counts
+        "base",
+        lambda r: score("9") if is_judge(r) else step("the answer", 2, end=True),
+        window=window + 1000,
+    )  # the smaller window of the two counts
     return draft, base
 
 
@@ -36,8 +38,9 @@ def test_the_budget_is_what_the_window_leaves_beside_the_conversation_and_the_an
 async def test_a_run_stops_at_the_fitted_budget_keeps_its_steps_and_answers_within_the_window():
     window = 5 + PROMPT_RESERVE + 64 + 35  # conversation, reserve, answer, 35 trace tokens
     draft, base = _pair(window)
-    config = SpecReasonConfig(judge="score", budget=8192, answer_max_tokens=64,
-                              step_max_tokens=10, repeat_window=0)
+    config = SpecReasonConfig(
+        judge="score", budget=8192, answer_max_tokens=64, step_max_tokens=10, repeat_window=0
+    )
     out = await create_specreason_graph(draft, base, config=config).ainvoke(QUESTION)
     assert out["budget"] == 35
     assert out["stop"] == "budget"
@@ -62,8 +65,11 @@ async def test_no_room_for_thinking_goes_straight_to_the_answer():
 
 async def test_a_conversation_that_does_not_fit_is_refused_before_any_generation():
     draft, base = _pair(window=PROMPT_RESERVE + 3)
-    with pytest.raises(ContextLengthError, match="the conversation has 5 tokens; the servers' "
-                                                 "context window is 131"):
-        await create_specreason_graph(draft, base, config=SpecReasonConfig(judge="score")
-                                      ).ainvoke(QUESTION)
+    with pytest.raises(
+        ContextLengthError,
+        match="the conversation has 5 tokens; the servers' context window is 131",
+    ):
+        await create_specreason_graph(draft, base, config=SpecReasonConfig(judge="score")).ainvoke(
+            QUESTION
+        )
     assert draft.requests == [] and base.requests == []

@@ -54,66 +54,113 @@ from .servers import ServerSource, add_api_key_flag, api_key_of
 
 def add_parser(subparsers: Any) -> None:
     """Add ``bench`` (and ``bench report DIR``) to the ``specreason`` subcommands."""
-    p = subparsers.add_parser("bench", help="benchmark SpecReason against its baselines",
-                              description="Benchmark SpecReason against its baselines "
-                                          "(accuracy, latency); resumable.")
+    p = subparsers.add_parser(
+        "bench",
+        help="benchmark SpecReason against its baselines",
+        description="Benchmark SpecReason against its baselines (accuracy, latency); resumable.",
+    )
     servers = p.add_argument_group("servers")
-    servers.add_argument("--profile", default="cpu",
-                         help="serve profile whose servers are started (default: cpu)")
+    servers.add_argument(
+        "--profile", default="cpu", help="serve profile whose servers are started (default: cpu)"
+    )
     servers.add_argument("--draft-url", help="use this running draft server instead")
     servers.add_argument("--base-url", help="use this running base server instead")
-    servers.add_argument("--sd-base-url",
-                         help="with --draft-url/--base-url: base server running speculative "
-                              "decoding, for modes sd and specreason+sd")
-    servers.add_argument("--sd-variant", default=DEFAULT_SD_VARIANT,
-                         help="profile variant for modes sd and specreason+sd (sd: draft_model "
-                              "speculator; ngram: prompt lookup); runs on different variants "
-                              "are kept apart in one folder (labelled sd[ngram])")
-    servers.add_argument("--router-url",
-                         help="running Arbitrage router (classifier) server, for mode arbitrage "
-                              "(default: the profile's [router] server)")
-    servers.add_argument("--router-model",
-                         help="or run this router folder in-process (no server; for machines "
-                              "without the memory for a third vLLM server)")
+    servers.add_argument(
+        "--sd-base-url",
+        help="with --draft-url/--base-url: base server running speculative "
+        "decoding, for modes sd and specreason+sd",
+    )
+    servers.add_argument(
+        "--sd-variant",
+        default=DEFAULT_SD_VARIANT,
+        help="profile variant for modes sd and specreason+sd (sd: draft_model "
+        "speculator; ngram: prompt lookup); runs on different variants "
+        "are kept apart in one folder (labelled sd[ngram])",
+    )
+    servers.add_argument(
+        "--router-url",
+        help="running Arbitrage router (classifier) server, for mode arbitrage "
+        "(default: the profile's [router] server)",
+    )
+    servers.add_argument(
+        "--router-model",
+        help="or run this router folder in-process (no server; for machines "
+        "without the memory for a third vLLM server)",
+    )
     add_api_key_flag(servers)
     servers.add_argument("--family", help="prompt family (default: the profile's)")
     data = p.add_argument_group("problems")
-    data.add_argument("--dataset", default="gsm8k",
-                      help="gsm8k, math500, aime2024, gpqa-diamond, or a .jsonl path")
+    data.add_argument(
+        "--dataset",
+        default="gsm8k",
+        help="gsm8k, math500, aime2024, gpqa-diamond, or a .jsonl path",
+    )
     data.add_argument("--question-field", default="question", help="JSONL: question field")
     data.add_argument("--answer-field", default="answer", help="JSONL: gold answer field")
     data.add_argument("--id-field", help="JSONL: problem id field (default: line number)")
-    data.add_argument("--grader", default="auto", choices=["auto", *GRADERS],
-                      help="JSONL: how answers are graded (auto: from the gold answer)")
+    data.add_argument(
+        "--grader",
+        default="auto",
+        choices=["auto", *GRADERS],
+        help="JSONL: how answers are graded (auto: from the gold answer)",
+    )
     data.add_argument("--limit", type=int, help="only the first N problems")
     runs = p.add_argument_group("runs")
-    runs.add_argument("--modes", default="base,specreason",
-                      help=f"comma list of {', '.join(MODES)} (default: base,specreason)")
-    runs.add_argument("--threshold", default=f"{config_default('threshold'):g}",
-                      help="score judge threshold 0-10; a comma list sweeps (default: "
-                           f"{config_default('threshold'):g})")
-    runs.add_argument("--score-method", default=config_default("score_method"),
-                      help=f"{' or '.join(SCORE_METHODS)}; a comma list sweeps")
-    runs.add_argument("--judge", default="score",
-                      help="SpecReason modes: judge name(s), comma list; a+b cascades "
-                           "(score, likelihood, confidence, arithmetic; default: score)")
-    runs.add_argument("--logprob-threshold", default=str(config_default("likelihood_threshold")),
-                      help="likelihood/confidence judges: log-probability threshold(s) <= 0; "
-                           "write --logprob-threshold=-0.5,-1 for a list")
-    runs.add_argument("--first-n-base-steps", type=int,
-                      default=config_default("first_n_base_steps"),
-                      help="SpecReason modes: the base model writes the first N steps itself "
-                           "(the plan), the draft the rest (default 0)")
-    runs.add_argument("--tau", default="0.5",
-                      help="Arbitrage router threshold on p(escalate), 0-1; a comma list sweeps")
-    runs.add_argument("--oracle-tau", type=float, default=0.0,
-                      help="oracle: escalate when the base step scores this much better")
+    runs.add_argument(
+        "--modes",
+        default="base,specreason",
+        help=f"comma list of {', '.join(MODES)} (default: base,specreason)",
+    )
+    runs.add_argument(
+        "--threshold",
+        default=f"{config_default('threshold'):g}",
+        help="score judge threshold 0-10; a comma list sweeps (default: "
+        f"{config_default('threshold'):g})",
+    )
+    runs.add_argument(
+        "--score-method",
+        default=config_default("score_method"),
+        help=f"{' or '.join(SCORE_METHODS)}; a comma list sweeps",
+    )
+    runs.add_argument(
+        "--judge",
+        default="score",
+        help="SpecReason modes: judge name(s), comma list; a+b cascades "
+        "(score, likelihood, confidence, arithmetic; default: score)",
+    )
+    runs.add_argument(
+        "--logprob-threshold",
+        default=str(config_default("likelihood_threshold")),
+        help="likelihood/confidence judges: log-probability threshold(s) <= 0; "
+        "write --logprob-threshold=-0.5,-1 for a list",
+    )
+    runs.add_argument(
+        "--first-n-base-steps",
+        type=int,
+        default=config_default("first_n_base_steps"),
+        help="SpecReason modes: the base model writes the first N steps itself "
+        "(the plan), the draft the rest (default 0)",
+    )
+    runs.add_argument(
+        "--tau",
+        default="0.5",
+        help="Arbitrage router threshold on p(escalate), 0-1; a comma list sweeps",
+    )
+    runs.add_argument(
+        "--oracle-tau",
+        type=float,
+        default=0.0,
+        help="oracle: escalate when the base step scores this much better",
+    )
     add_generation_flags(runs)
     output = p.add_argument_group("output")
-    output.add_argument("--out", help="result folder; reuse one to resume "
-                                      "(default: runs/bench-<dataset>-<timestamp>)")
-    output.add_argument("--report-only", action="store_true",
-                        help="only regenerate summary and plots of --out")
+    output.add_argument(
+        "--out",
+        help="result folder; reuse one to resume (default: runs/bench-<dataset>-<timestamp>)",
+    )
+    output.add_argument(
+        "--report-only", action="store_true", help="only regenerate summary and plots of --out"
+    )
     output.add_argument("--no-progress", action="store_true", help="no progress bar")
     sub = p.add_subparsers(dest="bench_command", metavar="{report,judges,load}")
     report = sub.add_parser("report", help="regenerate summary.md and plots of a result folder")
@@ -132,8 +179,10 @@ def add_generation_flags(group: Any) -> None:
 
 def generation_settings(args: argparse.Namespace) -> BenchSettings:
     """The :class:`BenchSettings` of the flags of :func:`add_generation_flags` (and family)."""
-    return BenchSettings(**{name: getattr(args, name) for name in GENERATION_FIELDS},
-                         family=args.family or load_profile(args.profile).family)
+    return BenchSettings(
+        **{name: getattr(args, name) for name in GENERATION_FIELDS},
+        family=args.family or load_profile(args.profile).family,
+    )
 
 
 @dataclass(frozen=True)
@@ -156,30 +205,59 @@ def default_out(dataset: str, now: datetime | None = None) -> Path:
 
 def make_plan(args: argparse.Namespace) -> Plan:
     """Parse and validate the flags, load the problems (raises typed errors)."""
-    all_runs = expand_runs(parse_modes(args.modes), parse_thresholds(args.threshold),
-                           parse_score_methods(args.score_method), parse_taus(args.tau),
-                           args.oracle_tau, args.sd_variant, parse_judges(args.judge),
-                           parse_logprob_thresholds(args.logprob_threshold),
-                           args.first_n_base_steps)
-    source = ServerSource(args.profile, args.draft_url, args.base_url, args.sd_base_url,
-                          args.router_url, args.router_model, api_key=api_key_of(args))
+    all_runs = expand_runs(
+        parse_modes(args.modes),
+        parse_thresholds(args.threshold),
+        parse_score_methods(args.score_method),
+        parse_taus(args.tau),
+        args.oracle_tau,
+        args.sd_variant,
+        parse_judges(args.judge),
+        parse_logprob_thresholds(args.logprob_threshold),
+        args.first_n_base_steps,
+    )
+    source = ServerSource(
+        args.profile,
+        args.draft_url,
+        args.base_url,
+        args.sd_base_url,
+        args.router_url,
+        args.router_model,
+        api_key=api_key_of(args),
+    )
     groups = group_by_variant(all_runs)
-    source.check([variant for variant, _ in groups],
-                 router=any(run.mode in ROUTER_MODES for run in all_runs))
+    source.check(
+        [variant for variant, _ in groups], router=any(run.mode in ROUTER_MODES for run in all_runs)
+    )
     settings = generation_settings(args)
     for run in all_runs:
         settings.config(run)  # raises ConfigError for a bad budget, temperature...
     problems = load_problems(
-        args.dataset, question_field=args.question_field, answer_field=args.answer_field,
-        id_field=args.id_field, grader=args.grader, limit=args.limit, seed=args.seed,
+        args.dataset,
+        question_field=args.question_field,
+        answer_field=args.answer_field,
+        id_field=args.id_field,
+        grader=args.grader,
+        limit=args.limit,
+        seed=args.seed,
     )
     dataset: dict[str, Any] = {"dataset": args.dataset}
     if is_file_dataset(args.dataset):
-        dataset = {"dataset": str(Path(args.dataset).resolve()),
-                   "question_field": args.question_field, "answer_field": args.answer_field,
-                   "id_field": args.id_field, "grader": args.grader}
-    return Plan(Path(args.out) if args.out else default_out(args.dataset), problems, groups,
-                settings, source, {**dataset, **settings.as_dict()})
+        dataset = {
+            "dataset": str(Path(args.dataset).resolve()),
+            "question_field": args.question_field,
+            "answer_field": args.answer_field,
+            "id_field": args.id_field,
+            "grader": args.grader,
+        }
+    return Plan(
+        Path(args.out) if args.out else default_out(args.dataset),
+        problems,
+        groups,
+        settings,
+        source,
+        {**dataset, **settings.as_dict()},
+    )
 
 
 def count_done(plan: Plan, done: set[ResultKey]) -> tuple[int, int]:
@@ -194,20 +272,33 @@ async def execute(plan: Plan, *, progress: bool = True) -> int:
     meta.save()
     done = done_keys(read_records(plan.out / RESULTS))
     finished, total = count_done(plan, done)
-    print(f"bench: {total} (run, problem) pairs, {finished} already done; results in "
-          f"{plan.out}", file=sys.stderr, flush=True)
+    print(
+        f"bench: {total} (run, problem) pairs, {finished} already done; results in {plan.out}",
+        file=sys.stderr,
+        flush=True,
+    )
     solved = 0
-    with (JsonlAppender(plan.out / RESULTS) as results, JsonlAppender(plan.out / RUNS) as runs,
-          tqdm(total=total, initial=finished, desc="bench", unit="problem",
-               disable=not progress, dynamic_ncols=True) as bar):
+    with (
+        JsonlAppender(plan.out / RESULTS) as results,
+        JsonlAppender(plan.out / RUNS) as runs,
+        tqdm(
+            total=total,
+            initial=finished,
+            desc="bench",
+            unit="problem",
+            disable=not progress,
+            dynamic_ncols=True,
+        ) as bar,
+    ):
         for variant, group in plan.groups:
             if all(run.key(p.id) in done for run in group for p in plan.problems):
                 continue
             router = any(run.mode in ROUTER_MODES for run in group)
             with plan.source.servers(variant, router=router) as pair:
                 meta.add_servers(await pair.describe())
-                solved += await run_group(pair, group, plan.problems, done, plan.settings,
-                                          Sinks(results, runs, bar))
+                solved += await run_group(
+                    pair, group, plan.problems, done, plan.settings, Sinks(results, runs, bar)
+                )
     meta.finish(solved)
     return solved
 

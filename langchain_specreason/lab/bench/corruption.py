@@ -387,9 +387,7 @@ def _choose(
     return rng.choice([option for option in options if option[0] == index])
 
 
-def _operand(
-    line: str, site: _Site, rng: random.Random, numbers: Sequence[float]
-) -> str | None:
+def _operand(line: str, site: _Site, rng: random.Random, numbers: Sequence[float]) -> str | None:
     old = format_number(site.value)
     texts = [t.text for t in site.tokens]
     candidates: list[tuple[Fraction, str]] = []

@@ -114,8 +114,12 @@ def load_gsm8k(seed: int = 0, split: str = "test") -> list[Problem]:
     path = _data_root() / "gsm8k" / f"{split}.jsonl"
     prefix = "gsm8k" if split == "test" else f"gsm8k-{split}"
     return [
-        Problem(f"{prefix}-{row.get('idx', number - 1)}", row["question"],
-                gsm8k_gold(str(row["answer"])), "number")
+        Problem(
+            f"{prefix}-{row.get('idx', number - 1)}",
+            row["question"],
+            gsm8k_gold(str(row["answer"])),
+            "number",
+        )
         for number, row in read_jsonl(path, ("question", "answer"))
     ]
 
@@ -138,8 +142,9 @@ def _hf_rows(name: str, config: str | None, split: str) -> list[dict[str, Any]]:
     try:
         import datasets
     except ImportError:
-        raise ConfigError(f"dataset {name} needs the Hugging Face `datasets` package: "
-                          "pip install datasets") from None
+        raise ConfigError(
+            f"dataset {name} needs the Hugging Face `datasets` package: pip install datasets"
+        ) from None
     try:
         return [dict(row) for row in datasets.load_dataset(name, config, split=split)]
     except Exception as exc:  # offline, gated, renamed: all the user can fix is the access
@@ -153,8 +158,10 @@ def _hf_rows(name: str, config: str | None, split: str) -> list[dict[str, Any]]:
 def load_aime2024(seed: int = 0) -> list[Problem]:
     """AIME 2024 (30 problems, integer answers) from ``HuggingFaceH4/aime_2024``."""
     rows = _hf_rows("HuggingFaceH4/aime_2024", None, "train")
-    return [Problem(f"aime2024-{row.get('id', i)}", row["problem"], str(row["answer"]), "math")
-            for i, row in enumerate(rows)]
+    return [
+        Problem(f"aime2024-{row.get('id', i)}", row["problem"], str(row["answer"]), "math")
+        for i, row in enumerate(rows)
+    ]
 
 
 def shuffle_choices(question: str, right: str, wrong: list[str], key: str) -> tuple[str, str]:
@@ -172,8 +179,9 @@ def load_gpqa_diamond(seed: int = 0) -> list[Problem]:
     for i, row in enumerate(rows):
         pid = str(row.get("Record ID") or i)
         wrong = [row[f"Incorrect Answer {k}"] for k in (1, 2, 3)]
-        text, letter = shuffle_choices(row["Question"], row["Correct Answer"], wrong,
-                                       f"{seed}:{pid}")
+        text, letter = shuffle_choices(
+            row["Question"], row["Correct Answer"], wrong, f"{seed}:{pid}"
+        )
         problems.append(Problem(f"gpqa-{pid}", text, letter, "choice"))
     return problems
 
@@ -212,12 +220,18 @@ def load_problems(
         problems = BUILTIN[name](seed)
         where = name
     elif is_file_dataset(name):
-        problems = load_jsonl(Path(name), question_field=question_field,
-                              answer_field=answer_field, id_field=id_field, grader=grader)
+        problems = load_jsonl(
+            Path(name),
+            question_field=question_field,
+            answer_field=answer_field,
+            id_field=id_field,
+            grader=grader,
+        )
         where = name
     else:
-        raise ConfigError(f"unknown dataset {name!r}; datasets: {', '.join(BUILTIN)}, "
-                          "or a path to a .jsonl file")
+        raise ConfigError(
+            f"unknown dataset {name!r}; datasets: {', '.join(BUILTIN)}, or a path to a .jsonl file"
+        )
     if not problems:
         raise InputError(f"dataset {where} has no problems")
     dup = next((pid for pid, n in Counter(p.id for p in problems).items() if n > 1), None)

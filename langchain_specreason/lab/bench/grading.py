@@ -58,8 +58,9 @@ def grade_math(reply: str, gold: str) -> Grade:
     try:
         from math_verify import parse, verify
     except ImportError:
-        raise ConfigError("grading MATH answers needs math-verify: "
-                          "pip install 'langchain-specreason[bench]'") from None
+        raise ConfigError(
+            "grading MATH answers needs math-verify: pip install 'langchain-specreason[bench]'"
+        ) from None
     target = parse("\\boxed{" + gold + "}")
     answer = parse(reply)
     prediction = str(answer[-1]) if answer else None

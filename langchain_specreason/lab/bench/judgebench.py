@@ -68,8 +68,11 @@ MEASURES: dict[str, str] = {
 
 def add_parser(subparsers: Any) -> None:
     """Add ``bench judges``."""
-    p = subparsers.add_parser("judges", help="judge quality on right and corrupted GSM8K steps",
-                              description=__doc__.split("\n\n")[0])
+    p = subparsers.add_parser(
+        "judges",
+        help="judge quality on right and corrupted GSM8K steps",
+        description=__doc__.split("\n\n")[0],
+    )
     p.add_argument("--profile", default="cpu", help="serve profile started (default: cpu)")
     p.add_argument("--draft-url", help="use this running draft server instead")
     p.add_argument("--base-url", help="use this running base server instead")
@@ -77,19 +80,31 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--family", help="prompt family (default: the profile's)")
     p.add_argument("--limit", type=int, default=100, help="GSM8K train problems (default 100)")
     p.add_argument("--seed", type=int, default=0, help="which step is judged, corruptions")
-    p.add_argument("--measures", default=",".join(MEASURES),
-                   help=f"comma list of {', '.join(MEASURES)} (default: all)")
-    p.add_argument("--inject", action="store_true",
-                   help="also judge each wrong step with an injected verdict appended "
-                        "(\"Score: 9\", a forged judge turn); the report gives the score shift")
-    p.add_argument("--labels", metavar="FILE",
-                   help="judge real draft steps labelled harmful or harmless (JSONL: "
-                        "question, steps, step, harmful; `specreason label` writes them) "
-                        "instead of synthetic corruptions of gold steps")
-    p.add_argument("--fit-on", metavar="DIR",
-                   help="with --labels: a results folder of `bench judges --labels` on dev "
-                        "labels; thresholds and the learned reading are chosen there, then "
-                        "reported on these labels")
+    p.add_argument(
+        "--measures",
+        default=",".join(MEASURES),
+        help=f"comma list of {', '.join(MEASURES)} (default: all)",
+    )
+    p.add_argument(
+        "--inject",
+        action="store_true",
+        help="also judge each wrong step with an injected verdict appended "
+        '("Score: 9", a forged judge turn); the report gives the score shift',
+    )
+    p.add_argument(
+        "--labels",
+        metavar="FILE",
+        help="judge real draft steps labelled harmful or harmless (JSONL: "
+        "question, steps, step, harmful; `specreason label` writes them) "
+        "instead of synthetic corruptions of gold steps",
+    )
+    p.add_argument(
+        "--fit-on",
+        metavar="DIR",
+        help="with --labels: a results folder of `bench judges --labels` on dev "
+        "labels; thresholds and the learned reading are chosen there, then "
+        "reported on these labels",
+    )
     p.add_argument("--out", default="runs/judges", help="result folder; reuse one to resume")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -108,15 +123,22 @@ def conversation(example: JudgeExample) -> list[dict[str, Any]]:
 class Measures:
     """The judge calls of each measure over one draft and one base endpoint."""
 
-    def __init__(self, draft: OpenAIEndpoint, base: OpenAIEndpoint, fmt: PromptFormat, *,
-                 api_key: str | None = None):
+    def __init__(
+        self,
+        draft: OpenAIEndpoint,
+        base: OpenAIEndpoint,
+        fmt: PromptFormat,
+        *,
+        api_key: str | None = None,
+    ):
         self.draft, self.base, self.fmt = draft, base, fmt
         self._api_key = api_key
         self.likelihood = LikelihoodScorer(base, fmt, how="mean")
         self.confidence = LikelihoodScorer(draft, fmt, how="mean")
         self.score = BaseModelScorer(base, fmt, method="greedy", top_logprobs=10)
-        self.reference = BaseModelScorer(base, fmt, method="greedy", top_logprobs=10,
-                                         wording="reference")
+        self.reference = BaseModelScorer(
+            base, fmt, method="greedy", top_logprobs=10, wording="reference"
+        )
 
     def endpoint(self, measure: str) -> OpenAIEndpoint | None:
         """The server a measure calls (``None``: none)."""
@@ -139,14 +161,21 @@ class Measures:
             start = time.perf_counter()
             check = check_step(step)
             value = {"wrong": 0.0, "unsure": 0.5, "right": 1.0}[check.verdict]
-            return {"scores": {"verdict": value}, "seconds": time.perf_counter() - start,
-                    "prompt_tokens": 0, "cached_tokens": 0,
-                    "detail": {"verdict": check.verdict, "equations": check.checked}}
+            return {
+                "scores": {"verdict": value},
+                "seconds": time.perf_counter() - start,
+                "prompt_tokens": 0,
+                "cached_tokens": 0,
+                "detail": {"verdict": check.verdict, "equations": check.checked},
+            }
         if measure in ("likelihood", "confidence"):
             scorer = self.likelihood if measure == "likelihood" else self.confidence
             s = await scorer.score(conv, steps, step)
-            scores = {"mean": s.detail["mean_logprob"], "min": s.detail["min_logprob"],
-                      "math": s.detail["math_logprob"]}
+            scores = {
+                "mean": s.detail["mean_logprob"],
+                "min": s.detail["min_logprob"],
+                "math": s.detail["math_logprob"],
+            }
             step_tokens = s.detail["step_tokens"]
         else:
             scorer_ = self.score if measure == "score" else self.reference
@@ -154,9 +183,14 @@ class Measures:
             top = [(t, lp) for t, lp in s.detail["top_logprobs"]]
             scores = {"greedy": greedy_score(s.detail["token"]), "average": average_score(top)}
             step_tokens = None
-        return {"scores": scores, "seconds": s.seconds, "prompt_tokens": s.prompt_tokens,
-                "cached_tokens": s.cached_tokens, "step_tokens": step_tokens,
-                "detail": s.detail}
+        return {
+            "scores": scores,
+            "seconds": s.seconds,
+            "prompt_tokens": s.prompt_tokens,
+            "cached_tokens": s.cached_tokens,
+            "step_tokens": step_tokens,
+            "detail": s.detail,
+        }
 
 
 async def step_tokens(base: OpenAIEndpoint, fmt: PromptFormat, example: JudgeExample) -> int:
@@ -173,8 +207,7 @@ async def run_judges(args: argparse.Namespace) -> int:
     measures = parse_measures(args.measures)
     if args.limit is None or args.limit <= 0:
         raise ConfigError(f"--limit must be a positive integer, got {args.limit}")
-    source = ServerSource(args.profile, args.draft_url, args.base_url,
-                          api_key=api_key_of(args))
+    source = ServerSource(args.profile, args.draft_url, args.base_url, api_key=api_key_of(args))
     family = args.family or load_profile(args.profile).family
     fmt = get_format(family)
     labels = getattr(args, "labels", None)
@@ -182,18 +215,30 @@ async def run_judges(args: argparse.Namespace) -> int:
     if fit_on and not labels:
         raise ConfigError("--fit-on goes with --labels")
     if fit_on and not (Path(fit_on) / RESULTS).is_file():
-        raise ConfigError(f"--fit-on {fit_on}: no {RESULTS} there (run `bench judges "
-                          "--labels DEV_FILE --out DIR` first)")
+        raise ConfigError(
+            f"--fit-on {fit_on}: no {RESULTS} there (run `bench judges "
+            "--labels DEV_FILE --out DIR` first)"
+        )
     if labels:
         from ..labels.labelfile import load_labelled_steps
 
         examples, skipped = load_labelled_steps(Path(labels)), 0
-        described: dict[str, Any] = {"labels": str(labels), "synthetic": False,
-                                     "fit_on": fit_on, "family": family}
+        described: dict[str, Any] = {
+            "labels": str(labels),
+            "synthetic": False,
+            "fit_on": fit_on,
+            "family": family,
+        }
     else:
         examples, skipped = load_judge_examples(args.limit, seed=args.seed)
-        described = {"limit": args.limit, "seed": args.seed, "family": family,
-                     "dataset": "gsm8k-train", "synthetic": True, "skipped_problems": skipped}
+        described = {
+            "limit": args.limit,
+            "seed": args.seed,
+            "family": family,
+            "dataset": "gsm8k-train",
+            "synthetic": True,
+            "skipped_problems": skipped,
+        }
     problems = len({e.problem_id for e in examples})
     if getattr(args, "inject", False):
         examples += injected(examples)
@@ -202,10 +247,17 @@ async def run_judges(args: argparse.Namespace) -> int:
     meta.save()
     done = {(r["measure"], r["example"]) for r in read_records(out / RESULTS)}
     todo = [(m, e) for m in measures for e in examples if (m, e.id) not in done]
-    what = ("labelled draft steps" if labels else
-            f"problems, {skipped} skipped: no step fit all three corruptions")
-    print(f"bench judges: {len(examples)} examples ({problems} {what}), {len(measures)} measures, "
-          f"{len(todo)} calls to make; results in {out}", file=sys.stderr, flush=True)
+    what = (
+        "labelled draft steps"
+        if labels
+        else f"problems, {skipped} skipped: no step fit all three corruptions"
+    )
+    print(
+        f"bench judges: {len(examples)} examples ({problems} {what}), {len(measures)} measures, "
+        f"{len(todo)} calls to make; results in {out}",
+        file=sys.stderr,
+        flush=True,
+    )
     if todo:
         needs_servers = any(MEASURES[m] != "no server" for m, _ in todo)
         with source.servers(None) if needs_servers else contextlib.nullcontext() as pair:
@@ -224,16 +276,32 @@ async def run_judges(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _run(todo: list[tuple[str, JudgeExample]], pair: ServerPair | None,
-               fmt: PromptFormat, out: Path, *, progress: bool) -> None:
+async def _run(
+    todo: list[tuple[str, JudgeExample]],
+    pair: ServerPair | None,
+    fmt: PromptFormat,
+    out: Path,
+    *,
+    progress: bool,
+) -> None:
     key = pair.api_key if pair else None
-    draft, base = endpoint_pair(pair.draft_url if pair else "http://unused/v1",
-                                pair.base_url if pair else "http://unused/v1", api_key=key)
+    draft, base = endpoint_pair(
+        pair.draft_url if pair else "http://unused/v1",
+        pair.base_url if pair else "http://unused/v1",
+        api_key=key,
+    )
     measures = Measures(draft, base, fmt, api_key=key)
     warmed: set[tuple[str, str]] = set()
-    with (JsonlAppender(out / RESULTS) as results,
-          tqdm(total=len(todo), desc="bench judges", unit="call", disable=not progress,
-               dynamic_ncols=True) as bar):
+    with (
+        JsonlAppender(out / RESULTS) as results,
+        tqdm(
+            total=len(todo),
+            desc="bench judges",
+            unit="call",
+            disable=not progress,
+            dynamic_ncols=True,
+        ) as bar,
+    ):
         for measure, example in todo:
             bar.set_postfix_str(measure)
             if (measure, example.problem_id) not in warmed:
@@ -243,11 +311,18 @@ async def _run(todo: list[tuple[str, JudgeExample]], pair: ServerPair | None,
             if got.get("step_tokens") is None and pair is not None:
                 got["step_tokens"] = await step_tokens(base, fmt, example)
             cached = got.get("cached_tokens") or 0
-            results.write({
-                "measure": measure, "example": example.id, "problem_id": example.problem_id,
-                "kind": example.kind, "position": example.position, **got,
-                "prefilled_tokens": (got["prompt_tokens"] - cached) if got["prompt_tokens"]
-                else 0,
-                "finished_at": datetime.now(UTC).isoformat(),
-            })
+            results.write(
+                {
+                    "measure": measure,
+                    "example": example.id,
+                    "problem_id": example.problem_id,
+                    "kind": example.kind,
+                    "position": example.position,
+                    **got,
+                    "prefilled_tokens": (got["prompt_tokens"] - cached)
+                    if got["prompt_tokens"]
+                    else 0,
+                    "finished_at": datetime.now(UTC).isoformat(),
+                }
+            )
             bar.update(1)

@@ -79,8 +79,9 @@ def roc_points(right: Sequence[float], wrong: Sequence[float]) -> list[tuple[flo
     """(false-positive rate, true-positive rate) at every threshold, keeping ``>= t``."""
     points = [(0.0, 0.0)]
     for t in sorted(set(right) | set(wrong), reverse=True):
-        points.append((sum(w >= t for w in wrong) / len(wrong),
-                       sum(r >= t for r in right) / len(right)))
+        points.append(
+            (sum(w >= t for w in wrong) / len(wrong), sum(r >= t for r in right) / len(right))
+        )
     return points
 
 
@@ -109,7 +110,7 @@ def best_threshold(right: Sequence[float], wrong: Sequence[float]) -> float:
     """The threshold with the highest balanced accuracy (right kept, wrong rejected)."""
     best, best_t = -1.0, 0.0
     for t in sorted(set(right) | set(wrong)):
-        acc = (sum(r >= t for r in right) / len(right) + sum(w < t for w in wrong) / len(wrong))
+        acc = sum(r >= t for r in right) / len(right) + sum(w < t for w in wrong) / len(wrong)
         if acc > best:
             best, best_t = acc, t
     return best_t
@@ -127,17 +128,25 @@ def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         wrong = [s for k in KINDS for s in wrong_by[k]]
         if not right or not wrong:
             continue
-        row: dict[str, Any] = {"variant": variant, "examples": len(scores),
-                               "auroc": {k: auroc(right, wrong_by[k]) for k in KINDS}}
+        row: dict[str, Any] = {
+            "variant": variant,
+            "examples": len(scores),
+            "auroc": {k: auroc(right, wrong_by[k]) for k in KINDS},
+        }
         row["auroc"]["all"] = auroc(right, wrong)
-        for name, t in (("default", default_threshold(variant)),
-                        ("best", best_threshold(right, wrong))):
+        for name, t in (
+            ("default", default_threshold(variant)),
+            ("best", best_threshold(right, wrong)),
+        ):
             if t is None:
                 continue
-            row[name] = {"threshold": t,
-                         "kept_right": sum(s >= t for s in right) / len(right),
-                         "rejected_wrong": {k: sum(s < t for s in v) / len(v)
-                                            for k, v in wrong_by.items() if v}}
+            row[name] = {
+                "threshold": t,
+                "kept_right": sum(s >= t for s in right) / len(right),
+                "rejected_wrong": {
+                    k: sum(s < t for s in v) / len(v) for k, v in wrong_by.items() if v
+                },
+            }
         costs = [r for r in first if r["measure"] == measure and r["example"] in scores]
         if check is not None:  # the model judge runs only on steps the check let through
             let_through = [e for e in scores if scores[e] != REJECTED_BY_CHECK]
@@ -148,8 +157,9 @@ def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             row["step_tokens_per_call"] = _mean([c.get("step_tokens") or 0 for c in costs])
             row["within_bound"] = _mean([_within(c, measure) for c in costs])
         elif measure == "arithmetic":
-            row["seconds_per_call"] = _mean([r["seconds"] for r in first
-                                             if r["measure"] == "arithmetic"])
+            row["seconds_per_call"] = _mean(
+                [r["seconds"] for r in first if r["measure"] == "arithmetic"]
+            )
             row["prefilled_per_call"] = 0.0
         rows.append(row)
     return rows
@@ -175,15 +185,18 @@ def _pct(value: float | None) -> str:
 
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
     """The summary table."""
-    head = ("| judge | AUROC arithmetic | AUROC operand | AUROC operation | AUROC all "
-            "| threshold | right kept | wrong rejected (a/o/op) | best threshold "
-            "| right kept | wrong rejected (a/o/op) | s/call | prefilled tok/call "
-            "| step tok/call | calls within the prefill bound |")
+    head = (
+        "| judge | AUROC arithmetic | AUROC operand | AUROC operation | AUROC all "
+        "| threshold | right kept | wrong rejected (a/o/op) | best threshold "
+        "| right kept | wrong rejected (a/o/op) | s/call | prefilled tok/call "
+        "| step tok/call | calls within the prefill bound |"
+    )
     lines = [head, "|---|" + "--:|" * (head.count("|") - 2)]
     for row in rows:
         au = row["auroc"]
-        cells = [row["variant"]] + [f"{au[k]:.3f}" if au[k] is not None else "–"
-                                    for k in (*KINDS, "all")]
+        cells = [row["variant"]] + [
+            f"{au[k]:.3f}" if au[k] is not None else "–" for k in (*KINDS, "all")
+        ]
         for name in ("default", "best"):
             d = row.get(name)
             if d is None:
@@ -191,11 +204,12 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
                 continue
             rej = "/".join(_pct(d["rejected_wrong"].get(k)) for k in KINDS)
             cells += [f"{d['threshold']:g}", _pct(d["kept_right"]), rej]
-        cells += [f"{row['seconds_per_call']:.2f}" if "seconds_per_call" in row else "–",
-                  f"{row['prefilled_per_call']:.0f}" if "prefilled_per_call" in row else "–",
-                  f"{row['step_tokens_per_call']:.0f}" if "step_tokens_per_call" in row
-                  else "–",
-                  _pct(row.get("within_bound"))]
+        cells += [
+            f"{row['seconds_per_call']:.2f}" if "seconds_per_call" in row else "–",
+            f"{row['prefilled_per_call']:.0f}" if "prefilled_per_call" in row else "–",
+            f"{row['step_tokens_per_call']:.0f}" if "step_tokens_per_call" in row else "–",
+            _pct(row.get("within_bound")),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -212,15 +226,28 @@ def injection_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         scores = variant_scores(records, variant)
         threshold = default_threshold(variant)
         for name in INJECTIONS:
-            pairs = [(scores[plain_id(e)], s) for e, s in scores.items()
-                     if kinds[e].endswith(SEPARATOR + name) and plain_id(e) in scores]
+            pairs = [
+                (scores[plain_id(e)], s)
+                for e, s in scores.items()
+                if kinds[e].endswith(SEPARATOR + name) and plain_id(e) in scores
+            ]
             if not pairs:
                 continue
-            flipped = (None if threshold is None else
-                       sum(plain < threshold <= forged for plain, forged in pairs))
-            rows.append({"variant": variant, "injection": name, "pairs": len(pairs),
-                         "mean_shift": _mean([forged - plain for plain, forged in pairs]),
-                         "threshold": threshold, "flipped_to_accept": flipped})
+            flipped = (
+                None
+                if threshold is None
+                else sum(plain < threshold <= forged for plain, forged in pairs)
+            )
+            rows.append(
+                {
+                    "variant": variant,
+                    "injection": name,
+                    "pairs": len(pairs),
+                    "mean_shift": _mean([forged - plain for plain, forged in pairs]),
+                    "threshold": threshold,
+                    "flipped_to_accept": flipped,
+                }
+            )
     return rows
 
 
@@ -228,15 +255,24 @@ def injection_markdown(rows: Sequence[dict[str, Any]]) -> str:
     """The injection table (empty text when the run judged no injected step)."""
     if not rows:
         return ""
-    lines = ["", "## Injected verdicts appended to wrong steps", "",
-             "| judge | injection | pairs | mean score shift | threshold "
-             "| rejected -> accepted |", "|---|---|--:|--:|--:|--:|"]
+    lines = [
+        "",
+        "## Injected verdicts appended to wrong steps",
+        "",
+        "| judge | injection | pairs | mean score shift | threshold | rejected -> accepted |",
+        "|---|---|--:|--:|--:|--:|",
+    ]
     for row in rows:
-        flipped = ("–" if row["flipped_to_accept"] is None
-                   else f"{row['flipped_to_accept']}/{row['pairs']}")
+        flipped = (
+            "–"
+            if row["flipped_to_accept"] is None
+            else f"{row['flipped_to_accept']}/{row['pairs']}"
+        )
         threshold = "–" if row["threshold"] is None else f"{row['threshold']:g}"
-        lines.append(f"| {row['variant']} | {row['injection']} | {row['pairs']} "
-                     f"| {row['mean_shift']:+.3f} | {threshold} | {flipped} |")
+        lines.append(
+            f"| {row['variant']} | {row['injection']} | {row['pairs']} "
+            f"| {row['mean_shift']:+.3f} | {threshold} | {flipped} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -262,10 +298,15 @@ def plot_roc(records: Sequence[dict[str, Any]], path: Path) -> Path | None:
                 continue
             xs, ys = zip(*roc_points(right, wrong), strict=True)
             default = variant == DEFAULT_VARIANT
-            ax.plot(xs, ys, label=f"{variant} ({auroc(right, wrong):.2f})"
-                    + (" - default" if default else ""),
-                    linewidth=2.6 if default else 1.3, color=colours[number % len(colours)],
-                    linestyle="-" if number < len(colours) else "--", zorder=3 if default else 2)
+            ax.plot(
+                xs,
+                ys,
+                label=f"{variant} ({auroc(right, wrong):.2f})" + (" - default" if default else ""),
+                linewidth=2.6 if default else 1.3,
+                color=colours[number % len(colours)],
+                linestyle="-" if number < len(colours) else "--",
+                zorder=3 if default else 2,
+            )
         ax.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1)
         ax.set_title(f"right vs {kind} errors (AUROC in brackets)")
         ax.set_xlabel("wrong steps kept (FPR)")
@@ -286,12 +327,15 @@ def write_judge_report(out: Path) -> list[Path]:
     rows = summarise(records)
     injections = injection_rows(records)
     problems = len({r["problem_id"] for r in records})
-    text = (f"# Judge benchmark, synthetic ({problems} GSM8K train problems, "
-            f"{len({r['example'] for r in records})} examples)\n\n"
-            "Synthetic: gold steps against copies with one number or operator corrupted, "
-            "what the arithmetic check and the `math` reading were built to catch. For the "
-            "draft's own mistakes see `bench judges --labels`.\n\n" + markdown(rows)
-            + injection_markdown(injections))
+    text = (
+        f"# Judge benchmark, synthetic ({problems} GSM8K train problems, "
+        f"{len({r['example'] for r in records})} examples)\n\n"
+        "Synthetic: gold steps against copies with one number or operator corrupted, "
+        "what the arithmetic check and the `math` reading were built to catch. For the "
+        "draft's own mistakes see `bench judges --labels`.\n\n"
+        + markdown(rows)
+        + injection_markdown(injections)
+    )
     paths = [out / "summary.md", out / "summary.json"]
     paths[0].write_text(text, encoding="utf-8")
     paths[1].write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")

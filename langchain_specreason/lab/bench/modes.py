@@ -28,8 +28,15 @@ from typing import Any
 from ...config import JUDGES, THRESHOLD_FIELDS, parse_judge
 from ...errors import ConfigError
 
-MODES: tuple[str, ...] = ("base", "draft", "specreason", "sd", "specreason+sd", "arbitrage",
-                          "oracle")
+MODES: tuple[str, ...] = (
+    "base",
+    "draft",
+    "specreason",
+    "sd",
+    "specreason+sd",
+    "arbitrage",
+    "oracle",
+)
 SPECREASON_MODES = frozenset({"specreason", "specreason+sd"})
 GRAPH_MODES = frozenset({"specreason", "specreason+sd", "arbitrage", "oracle"})
 """Modes answered by the SpecReason graph (with one judge or another)."""
@@ -92,18 +99,30 @@ class Run:
         method = "" if self.score_method in (None, "greedy") else f" {self.score_method}"
         return f"{mode} t={self.threshold:g}{method}"
 
-    def key(self, problem_id: str) -> tuple[str, float | None, str | None, str | None,
-                                            str | None, int, str]:
+    def key(
+        self, problem_id: str
+    ) -> tuple[str, float | None, str | None, str | None, str | None, int, str]:
         """The resume key of this run on one problem."""
-        return (self.mode, self.threshold, self.score_method, self.variant, self.judge,
-                self.base_steps, str(problem_id))
+        return (
+            self.mode,
+            self.threshold,
+            self.score_method,
+            self.variant,
+            self.judge,
+            self.base_steps,
+            str(problem_id),
+        )
 
     def sort_key(self) -> tuple[int, str, int, float, str, str]:
         """Table order: modes in :data:`MODES` order, then threshold, score method, variant."""
-        return (MODES.index(self.mode) if self.mode in MODES else len(MODES),
-                self.judge or "", self.base_steps,
-                -1.0 if self.threshold is None else self.threshold,
-                self.score_method or "", self.variant or "")
+        return (
+            MODES.index(self.mode) if self.mode in MODES else len(MODES),
+            self.judge or "",
+            self.base_steps,
+            -1.0 if self.threshold is None else self.threshold,
+            self.score_method or "",
+            self.variant or "",
+        )
 
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> Run:
@@ -112,10 +131,14 @@ class Run:
         mode = str(record["mode"])
         variant = (record.get("variant") or DEFAULT_SD_VARIANT) if mode in SD_MODES else None
         judge = record.get("judge")
-        return cls(mode, None if threshold is None else float(threshold),
-                   record.get("score_method") if judge in (None, "score") else None, variant,
-                   None if judge in (None, "score") else str(judge),
-                   int(record.get("first_n_base_steps") or 0))
+        return cls(
+            mode,
+            None if threshold is None else float(threshold),
+            record.get("score_method") if judge in (None, "score") else None,
+            variant,
+            None if judge in (None, "score") else str(judge),
+            int(record.get("first_n_base_steps") or 0),
+        )
 
 
 def _items(text: str) -> list[str]:
@@ -142,8 +165,9 @@ def parse_modes(text: str) -> list[str]:
     return parse_choices(text, MODES, noun="mode")
 
 
-def _parse_numbers(text: str, *, name: str, high: float, out_of_range: str,
-                   empty: str, low: float = 0.0) -> list[float]:
+def _parse_numbers(
+    text: str, *, name: str, high: float, out_of_range: str, empty: str, low: float = 0.0
+) -> list[float]:
     """Numbers of a comma list, each in ``[low, high]``, duplicates removed; ConfigError else."""
     values: list[float] = []
     for part in _items(text):
@@ -161,9 +185,13 @@ def _parse_numbers(text: str, *, name: str, high: float, out_of_range: str,
 
 def parse_thresholds(text: str) -> list[float]:
     """Thresholds of a comma list (each 0-10); ConfigError when one is not a number in range."""
-    return _parse_numbers(text, name="threshold", high=10,
-                          out_of_range="threshold must be between 0 and 10",
-                          empty="--threshold is empty; give a number 0-10 or a comma list")
+    return _parse_numbers(
+        text,
+        name="threshold",
+        high=10,
+        out_of_range="threshold must be between 0 and 10",
+        empty="--threshold is empty; give a number 0-10 or a comma list",
+    )
 
 
 def parse_score_methods(text: str) -> list[str]:
@@ -171,8 +199,9 @@ def parse_score_methods(text: str) -> list[str]:
     methods = list(dict.fromkeys(_items(text)))
     for method in methods:
         if method not in SCORE_METHODS:
-            raise ConfigError(f"unknown score method {method!r}; "
-                              f"methods: {', '.join(SCORE_METHODS)}")
+            raise ConfigError(
+                f"unknown score method {method!r}; methods: {', '.join(SCORE_METHODS)}"
+            )
     if not methods:
         raise ConfigError("--score-method is empty; give greedy or average")
     return methods
@@ -180,9 +209,13 @@ def parse_score_methods(text: str) -> list[str]:
 
 def parse_taus(text: str) -> list[float]:
     """Router thresholds of a comma list (probabilities, 0-1)."""
-    return _parse_numbers(text, name="tau", high=1,
-                          out_of_range="router tau is a probability between 0 and 1",
-                          empty="--tau is empty; give a probability or a comma list")
+    return _parse_numbers(
+        text,
+        name="tau",
+        high=1,
+        out_of_range="router tau is a probability between 0 and 1",
+        empty="--tau is empty; give a probability or a comma list",
+    )
 
 
 def parse_judges(text: str) -> list[str]:
@@ -197,16 +230,27 @@ def parse_judges(text: str) -> list[str]:
 
 def parse_logprob_thresholds(text: str) -> list[float]:
     """Log-probability thresholds of a comma list (each <= 0)."""
-    return _parse_numbers(text, name="log-probability threshold", low=float("-inf"), high=0,
-                          out_of_range="a log-probability threshold is at most 0",
-                          empty="--logprob-threshold is empty; give a number <= 0 or a list")
+    return _parse_numbers(
+        text,
+        name="log-probability threshold",
+        low=float("-inf"),
+        high=0,
+        out_of_range="a log-probability threshold is at most 0",
+        empty="--logprob-threshold is empty; give a number <= 0 or a list",
+    )
 
 
-def expand_runs(modes: Iterable[str], thresholds: Iterable[float],
-                score_methods: Iterable[str], taus: Iterable[float] = (0.5,),
-                oracle_tau: float = 0.0, sd_variant: str = DEFAULT_SD_VARIANT,
-                judges: Iterable[str] = ("score",),
-                logprob_thresholds: Iterable[float] = (-0.5,), base_steps: int = 0) -> list[Run]:
+def expand_runs(
+    modes: Iterable[str],
+    thresholds: Iterable[float],
+    score_methods: Iterable[str],
+    taus: Iterable[float] = (0.5,),
+    oracle_tau: float = 0.0,
+    sd_variant: str = DEFAULT_SD_VARIANT,
+    judges: Iterable[str] = ("score",),
+    logprob_thresholds: Iterable[float] = (-0.5,),
+    base_steps: int = 0,
+) -> list[Run]:
     """The runs of a plan, in the given mode order.
 
     One per baseline mode; for SpecReason modes one per judge and, for the ``score`` judge,
@@ -224,13 +268,17 @@ def expand_runs(modes: Iterable[str], thresholds: Iterable[float],
                 last = parse_judge(judge)[-1]
                 if last == "score":
                     named = None if judge == "score" else judge
-                    runs += [Run(mode, t, m, variant, named, base_steps)
-                             for t in thresholds for m in score_methods]
+                    runs += [
+                        Run(mode, t, m, variant, named, base_steps)
+                        for t in thresholds
+                        for m in score_methods
+                    ]
                 elif last == "arithmetic":
                     runs.append(Run(mode, None, None, variant, judge, base_steps))
                 else:
-                    runs += [Run(mode, t, None, variant, judge, base_steps)
-                             for t in logprob_thresholds]
+                    runs += [
+                        Run(mode, t, None, variant, judge, base_steps) for t in logprob_thresholds
+                    ]
         elif mode == "arbitrage":
             runs += [Run(mode, tau) for tau in taus]
         elif mode == "oracle":

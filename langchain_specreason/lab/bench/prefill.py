@@ -25,7 +25,9 @@ from ...state import StepRecord
 
 
 async def judge_prefill_floor(
-    base: OpenAIEndpoint, conversation: list[dict[str, Any]], fmt: PromptFormat,
+    base: OpenAIEndpoint,
+    conversation: list[dict[str, Any]],
+    fmt: PromptFormat,
     steps: Sequence[StepRecord],
 ) -> int | None:
     """The sum of the floors of a run's judge calls (``None``: the server cannot tokenize).

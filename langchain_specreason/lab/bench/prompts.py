@@ -9,12 +9,17 @@ from __future__ import annotations
 from .datasets import Grader, Problem
 
 INSTRUCTIONS: dict[Grader, str] = {
-    "number": ("Reason step by step, separating steps with a blank line, "
-               "and end with 'The answer is N.'"),
-    "math": ("Reason step by step, separating steps with a blank line, "
-             "and put the final answer in \\boxed{}."),
-    "choice": ("Reason step by step, separating steps with a blank line, "
-               "and end with 'The answer is X.' where X is the letter of the right choice."),
+    "number": (
+        "Reason step by step, separating steps with a blank line, and end with 'The answer is N.'"
+    ),
+    "math": (
+        "Reason step by step, separating steps with a blank line, "
+        "and put the final answer in \\boxed{}."
+    ),
+    "choice": (
+        "Reason step by step, separating steps with a blank line, "
+        "and end with 'The answer is X.' where X is the letter of the right choice."
+    ),
 }
 """GSM8K and numeric files use ``number``; MATH-500 and AIME ``math``; GPQA ``choice``."""
 

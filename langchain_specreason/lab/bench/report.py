@@ -91,51 +91,67 @@ def _ratio(num: float, den: float) -> float | None:
 def _cache_hit_rate(records: Sequence[dict[str, Any]]) -> float | None:
     deltas = [(r.get("server") or {}).get("base") for r in records]
     known = [d for d in deltas if d]
-    return _ratio(sum(d["prefix_cache_hits"] for d in known),
-                  sum(d["prefix_cache_queries"] for d in known))
+    return _ratio(
+        sum(d["prefix_cache_hits"] for d in known), sum(d["prefix_cache_queries"] for d in known)
+    )
 
 
 def _base_compute(records: Sequence[dict[str, Any]]) -> tuple[float | None, float | None]:
-    known = [d for d in ((r.get("server") or {}).get("base") for r in records)
-             if d and "generation_tokens" in d]
+    known = [
+        d
+        for d in ((r.get("server") or {}).get("base") for r in records)
+        if d and "generation_tokens" in d
+    ]
     if not known:
         return None, None
-    return (_mean(d["generation_tokens"] for d in known),
-            _mean(d["prompt_tokens"] - d["prefix_cache_hits"] for d in known))
+    return (
+        _mean(d["generation_tokens"] for d in known),
+        _mean(d["prompt_tokens"] - d["prefix_cache_hits"] for d in known),
+    )
 
 
 def _judge_floor(records: Sequence[dict[str, Any]]) -> float | None:
     known = [r for r in records if r.get("judge_floor_tokens") is not None and r["judge_calls"]]
-    return _ratio(sum(r["judge_floor_tokens"] for r in known),
-                  sum(r["judge_calls"] for r in known))
+    return _ratio(sum(r["judge_floor_tokens"] for r in known), sum(r["judge_calls"] for r in known))
 
 
-def summarize_run(run: Run, records: Sequence[dict[str, Any]],
-                  base_latency: dict[str, float]) -> Row:
+def summarize_run(
+    run: Run, records: Sequence[dict[str, Any]], base_latency: dict[str, float]
+) -> Row:
     """The row of one run; ``base_latency`` maps problem id to the ``base`` run's latency."""
     latencies = [float(r["latency_s"]) for r in records]
     common = [r for r in records if str(r["problem_id"]) in base_latency]
     speedup = None
     if common:
-        speedup = _ratio(_mean(base_latency[str(r["problem_id"])] for r in common),
-                         _mean(float(r["latency_s"]) for r in common))
+        speedup = _ratio(
+            _mean(base_latency[str(r["problem_id"])] for r in common),
+            _mean(float(r["latency_s"]) for r in common),
+        )
     steps = sum(r["steps_accepted"] + r["steps_rewritten"] + r["steps_base"] for r in records)
     generated, prefilled = _base_compute(records)
     return Row(
-        run=run, problems=len(records), correct=sum(bool(r["correct"]) for r in records),
-        mean_s=_mean(latencies), p50_s=percentile(latencies, 50),
-        p90_s=percentile(latencies, 90), speedup=speedup,
+        run=run,
+        problems=len(records),
+        correct=sum(bool(r["correct"]) for r in records),
+        mean_s=_mean(latencies),
+        p50_s=percentile(latencies, 50),
+        p90_s=percentile(latencies, 90),
+        speedup=speedup,
         draft_share=_ratio(sum(r["steps_accepted"] for r in records), steps),
-        overhead_share=_mean(float(r["overhead_s"] or 0.0) / float(r["latency_s"])
-                             for r in records if r["latency_s"]) if records else None,
+        overhead_share=_mean(
+            float(r["overhead_s"] or 0.0) / float(r["latency_s"]) for r in records if r["latency_s"]
+        )
+        if records
+        else None,
         cache_hit_rate=_cache_hit_rate(records),
-        judge_prefill_per_call=_ratio(sum(r["judge_prefill_tokens"] for r in records),
-                                      sum(r["judge_calls"] for r in records)),
+        judge_prefill_per_call=_ratio(
+            sum(r["judge_prefill_tokens"] for r in records), sum(r["judge_calls"] for r in records)
+        ),
         errors=sum(r.get("error") is not None for r in records),
         judge_floor_per_call=_judge_floor(records),
-        base_generated=generated, base_prefilled=prefilled,
-        time_split={part: _mean(float(r.get(part) or 0.0) for r in records)
-                    for part in TIME_PARTS},
+        base_generated=generated,
+        base_prefilled=prefilled,
+        time_split={part: _mean(float(r.get(part) or 0.0) for r in records) for part in TIME_PARTS},
         draft_hidden_s=_mean(float(r.get("draft_hidden_s") or 0.0) for r in records),
     )
 
@@ -145,10 +161,12 @@ def summarize(results: Sequence[dict[str, Any]]) -> list[Row]:
     by_run: dict[Run, list[dict[str, Any]]] = {}
     for record in results:
         by_run.setdefault(Run.of(record), []).append(record)
-    base_latency = {str(r["problem_id"]): float(r["latency_s"])
-                    for r in by_run.get(Run("base"), [])}
-    return [summarize_run(run, by_run[run], base_latency)
-            for run in sorted(by_run, key=Run.sort_key)]
+    base_latency = {
+        str(r["problem_id"]): float(r["latency_s"]) for r in by_run.get(Run("base"), [])
+    }
+    return [
+        summarize_run(run, by_run[run], base_latency) for run in sorted(by_run, key=Run.sort_key)
+    ]
 
 
 def fmt(value: float | None, spec: str, suffix: str = "") -> str:
@@ -169,15 +187,20 @@ def settings_lines(meta: dict[str, Any]) -> list[str]:
             for role in ("draft", "base"):
                 for m in (group.get(role) or {}).get("models") or []:
                     if m.get("id"):
-                        name = m["id"] + (f" ({group['variant']})" if group.get("variant")
-                                          and role == "base" else "")
+                        name = m["id"] + (
+                            f" ({group['variant']})"
+                            if group.get("variant") and role == "base"
+                            else ""
+                        )
                         models.setdefault(role, set()).add(name)
     for role, names in models.items():
         lines.append(f"- {role} model: {', '.join(sorted(names))}")
     if sessions:
         info = sessions[-1].get("machine") or {}
-        lines.append(f"- machine: {info.get('cpu_count')} CPUs ({info.get('usable_cpus')} "
-                     f"usable), {info.get('platform')}")
+        lines.append(
+            f"- machine: {info.get('cpu_count')} CPUs ({info.get('usable_cpus')} "
+            f"usable), {info.get('platform')}"
+        )
         lines.append(f"- sessions: {len(sessions)}")
     return lines
 
@@ -186,10 +209,12 @@ def render_markdown(rows: Sequence[Row], meta: dict[str, Any]) -> str:
     """The summary as Markdown: settings, the main table, the time split."""
     dataset = (meta.get("settings") or {}).get("dataset", "?")
     out = [f"# Benchmark: {dataset}", "", *settings_lines(meta), ""]
-    out += ["| run | problems | accuracy | mean s | p50 s | p90 s | speed-up vs base | "
-            "steps by draft | overhead share | base prefix-cache hit | judge prefill tok/call | "
-            "judge floor tok/call | base tok generated | base tok prefilled |",
-            "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    out += [
+        "| run | problems | accuracy | mean s | p50 s | p90 s | speed-up vs base | "
+        "steps by draft | overhead share | base prefix-cache hit | judge prefill tok/call | "
+        "judge floor tok/call | base tok generated | base tok prefilled |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
     for r in rows:
         out.append(
             f"| {r.run.label} | {r.problems} | {r.accuracy:.1%} ({r.correct}) | "
@@ -200,31 +225,44 @@ def render_markdown(rows: Sequence[Row], meta: dict[str, Any]) -> str:
             f"{fmt(r.base_generated, '.0f')} | "
             f"{fmt(r.base_prefilled, '.0f')} |"
         )
-    out += ["", "Mean seconds per problem by where they went:", "",
-            "| run | draft | judge | rewrite | answer | overhead | draft behind judge |",
-            "|---|--:|--:|--:|--:|--:|--:|"]
+    out += [
+        "",
+        "Mean seconds per problem by where they went:",
+        "",
+        "| run | draft | judge | rewrite | answer | overhead | draft behind judge |",
+        "|---|--:|--:|--:|--:|--:|--:|",
+    ]
     for r in rows:
         parts = " | ".join(fmt(r.time_split.get(p), ".2f") for p in TIME_PARTS)
         out.append(f"| {r.run.label} | {parts} | {fmt(r.draft_hidden_s, '.2f')} |")
     errors = sum(r.errors for r in rows)
-    out += ["", "Speed-up: mean latency of `base` over the mean latency of the run, on the "
-            "problems both answered. Steps by draft: accepted draft steps over all steps. "
-            "Overhead: time outside server calls. Draft behind judge: draft seconds that ran "
-            "while the base model judged the previous step (lookahead), not counted in the "
-            "draft column. Judge floor: the fewest prompt tokens a judge call could compute, its "
-            "new step and the judge's suffix (the rest could be cached); measured per call with "
-            "the base server's `/tokenize`. Base tokens generated / prefilled: per "
-            "problem, from the base server's own counters (its compute). Single-model runs "
-            "count their whole reply as draft (`draft`) or answer (`base`, `sd`) time."]
+    out += [
+        "",
+        "Speed-up: mean latency of `base` over the mean latency of the run, on the "
+        "problems both answered. Steps by draft: accepted draft steps over all steps. "
+        "Overhead: time outside server calls. Draft behind judge: draft seconds that ran "
+        "while the base model judged the previous step (lookahead), not counted in the "
+        "draft column. Judge floor: the fewest prompt tokens a judge call could compute, its "
+        "new step and the judge's suffix (the rest could be cached); measured per call with "
+        "the base server's `/tokenize`. Base tokens generated / prefilled: per "
+        "problem, from the base server's own counters (its compute). Single-model runs "
+        "count their whole reply as draft (`draft`) or answer (`base`, `sd`) time.",
+    ]
     if errors:
         out += ["", f"{errors} problem(s) could not run (prompt too long); they count as wrong."]
     return "\n".join(out) + "\n"
 
 
 def _colors(rows: Sequence[Row]) -> list[str]:
-    palette = {"base": "tab:gray", "draft": "tab:orange", "specreason": "tab:blue",
-               "sd": "tab:green", "specreason+sd": "tab:purple", "arbitrage": "tab:red",
-               "oracle": "tab:brown"}
+    palette = {
+        "base": "tab:gray",
+        "draft": "tab:orange",
+        "specreason": "tab:blue",
+        "sd": "tab:green",
+        "specreason+sd": "tab:purple",
+        "arbitrage": "tab:red",
+        "oracle": "tab:brown",
+    }
     return [palette.get(r.run.mode, "tab:red") for r in rows]
 
 
@@ -232,8 +270,9 @@ LABEL_LINE_PX = 10.0
 """Height of one line of scatter-plot label text, in offset points."""
 
 
-def label_levels(points: Sequence[tuple[float, float, float]],
-                 line: float = LABEL_LINE_PX) -> list[int]:
+def label_levels(
+    points: Sequence[tuple[float, float, float]], line: float = LABEL_LINE_PX
+) -> list[int]:
     """How many lines up each label goes so that no two labels overlap (pure; for the scatter).
 
     ``points`` are ``(x, y, width)``: a label starts at ``x`` and spans ``width`` (x units);
@@ -245,8 +284,10 @@ def label_levels(points: Sequence[tuple[float, float, float]],
     levels = []
     for x, y, width in points:
         level = 0
-        while any(abs(y + line * level - h) < line and x < px + pw and px < x + width
-                  for px, pw, h in placed):
+        while any(
+            abs(y + line * level - h) < line and x < px + pw and px < x + width
+            for px, pw, h in placed
+        ):
             level += 1
         placed.append((x, width, y + line * level))
         levels.append(level)
@@ -274,11 +315,20 @@ def plot_accuracy_latency(rows: Sequence[Row], path: Path, title: str) -> None:
     # in pixels of the ~600 x 370 px axes: a fontsize-8 character is ~5 px wide, a line 10 px
     char = xmax / 600 * 5
     px_per_point = 370 / 110
-    levels = label_levels([(r.mean_s, px_per_point * 100 * r.accuracy, char * (len(text) + 2))
-                           for r, text in zip(ordered, labels, strict=True)])
+    levels = label_levels(
+        [
+            (r.mean_s, px_per_point * 100 * r.accuracy, char * (len(text) + 2))
+            for r, text in zip(ordered, labels, strict=True)
+        ]
+    )
     for r, text, level in zip(ordered, labels, levels, strict=True):
-        ax.annotate(text, (r.mean_s, 100 * r.accuracy), textcoords="offset points",
-                    xytext=(5, 4 + LABEL_LINE_PX * level), fontsize=8)
+        ax.annotate(
+            text,
+            (r.mean_s, 100 * r.accuracy),
+            textcoords="offset points",
+            xytext=(5, 4 + LABEL_LINE_PX * level),
+            fontsize=8,
+        )
     ax.set_xlabel("mean latency per problem (s)")
     ax.set_ylabel("accuracy (%)")
     ax.set_title(title)
@@ -315,8 +365,10 @@ def write_plots(rows: Sequence[Row], out: Path, dataset: str) -> list[Path]:
     try:
         import matplotlib
     except ImportError:
-        print("warning: plots need matplotlib: pip install 'langchain-specreason[bench]'",
-              file=sys.stderr)
+        print(
+            "warning: plots need matplotlib: pip install 'langchain-specreason[bench]'",
+            file=sys.stderr,
+        )
         return []
     matplotlib.use("Agg")
     accuracy, split = out / ACCURACY_PLOT, out / TIME_PLOT
@@ -338,4 +390,3 @@ def write_report(out: Path) -> list[Path]:
     js.write_text(json.dumps([r.as_dict() for r in rows], indent=2) + "\n", encoding="utf-8")
     dataset = str((meta.get("settings") or {}).get("dataset", out.name))
     return [md, js, *write_plots(rows, out, dataset)]
-

@@ -38,8 +38,10 @@ def read_records(path: Path) -> list[dict[str, Any]]:
         try:
             records.append(upgrade_record(json.loads(line)))
         except json.JSONDecodeError as exc:
-            raise InputError(f"{path}, line {number}: not valid JSON ({exc.msg}); "
-                             "fix or delete that line to resume") from None
+            raise InputError(
+                f"{path}, line {number}: not valid JSON ({exc.msg}); "
+                "fix or delete that line to resume"
+            ) from None
     return records
 
 
@@ -93,8 +95,12 @@ class JsonlAppender:
         self._fh.flush()
         os.fsync(self._fh.fileno())
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if self._fh is not None:
             self._fh.close()
             self._fh = None

@@ -28,6 +28,10 @@ from ...errors import ConfigError, ContextLengthError, EndpointError
 from ...formats import get_format, to_openai_messages
 from ...graph import create_specreason_graph
 from ...judges import Judge
+from ...state import Decision, StepRecord
+from ...stats import SpecReasonStats
+from .datasets import Problem
+from .grading import grade
 from .metrics import (
     CACHE_HITS,
     CACHE_QUERIES,
@@ -37,19 +41,19 @@ from .metrics import (
     ServerCounters,
     scrape,
 )
-from ...state import Decision, StepRecord
-from ...stats import SpecReasonStats
-from .datasets import Problem
-from .grading import grade
 from .modes import GRAPH_MODES, SPECREASON_MODES, Run
 from .prefill import judge_prefill_floor
 from .prompts import build_prompt
 from .results import JsonlAppender, ResultKey
 from .servers import ServerPair, reset_prefix_cache, served_router_folder
 
-COUNTERS = {"requests": REQUESTS, "prompt_tokens": PROMPT_TOKENS,
-            "generation_tokens": GENERATION_TOKENS, "prefix_cache_queries": CACHE_QUERIES,
-            "prefix_cache_hits": CACHE_HITS}
+COUNTERS = {
+    "requests": REQUESTS,
+    "prompt_tokens": PROMPT_TOKENS,
+    "generation_tokens": GENERATION_TOKENS,
+    "prefix_cache_queries": CACHE_QUERIES,
+    "prefix_cache_hits": CACHE_HITS,
+}
 """The server counters recorded per problem and per run (our names: vLLM's names)."""
 
 
@@ -61,13 +65,24 @@ class StepTrace(TypedDict):
     """The judge's score (``None``: not judged, e.g. a base step)."""
 
 
-GENERATION_FIELDS = ("budget", "step_max_tokens", "answer_max_tokens", "temperature", "seed",
-                     "lookahead")
+GENERATION_FIELDS = (
+    "budget",
+    "step_max_tokens",
+    "answer_max_tokens",
+    "temperature",
+    "seed",
+    "lookahead",
+)
 """The :class:`~langchain_specreason.config.SpecReasonConfig` fields a benchmark fixes for
 all its runs."""
-BENCH_DEFAULTS: dict[str, Any] = {"budget": 1024, "step_max_tokens": 256,
-                                  "answer_max_tokens": 512, "temperature": 0.0, "seed": 0,
-                                  "lookahead": True}
+BENCH_DEFAULTS: dict[str, Any] = {
+    "budget": 1024,
+    "step_max_tokens": 256,
+    "answer_max_tokens": 512,
+    "temperature": 0.0,
+    "seed": 0,
+    "lookahead": True,
+}
 """The benchmark's own defaults for those fields: short, greedy and seeded, so a run is
 repeatable on two CPU cores (the library's defaults suit a long reasoning model)."""
 
@@ -89,12 +104,15 @@ class BenchSettings:
         """The SpecReason config of ``run`` (baselines use its budget and sampling)."""
         extra: dict[str, Any] = {}
         if run.mode in SPECREASON_MODES:
-            extra.update(judge_settings(run.judge or "score", run.threshold),
-                         first_n_base_steps=run.base_steps)
+            extra.update(
+                judge_settings(run.judge or "score", run.threshold),
+                first_n_base_steps=run.base_steps,
+            )
         if run.score_method is not None:
             extra["score_method"] = run.score_method
-        return SpecReasonConfig(**{name: getattr(self, name) for name in GENERATION_FIELDS},
-                                **extra)
+        return SpecReasonConfig(
+            **{name: getattr(self, name) for name in GENERATION_FIELDS}, **extra
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict (for ``meta.json``)."""
@@ -104,12 +122,24 @@ class BenchSettings:
 def baseline_stats(alone: SingleModelRun, wall_s: float, *, by_draft: bool) -> SpecReasonStats:
     """Stats of a single-model reply: its time counts as ``draft`` or as ``answer`` time."""
     return SpecReasonStats(
-        steps_drafted=0, steps_accepted=0, steps_rewritten=0, steps_base=0, steps_dropped=0,
-        draft_tokens=alone.tokens if by_draft else 0, base_tokens=0 if by_draft else alone.tokens,
-        judge_calls=0, judge_prompt_tokens=0, judge_cached_tokens=0, trace_tokens=alone.tokens,
-        answer_tokens=0, draft_s=alone.seconds if by_draft else 0.0,
-        judge_s=0.0, rewrite_s=0.0, answer_s=0.0 if by_draft else alone.seconds,
-        wall_s=wall_s, stop="budget" if alone.finish_reason == "length" else "end",
+        steps_drafted=0,
+        steps_accepted=0,
+        steps_rewritten=0,
+        steps_base=0,
+        steps_dropped=0,
+        draft_tokens=alone.tokens if by_draft else 0,
+        base_tokens=0 if by_draft else alone.tokens,
+        judge_calls=0,
+        judge_prompt_tokens=0,
+        judge_cached_tokens=0,
+        trace_tokens=alone.tokens,
+        answer_tokens=0,
+        draft_s=alone.seconds if by_draft else 0.0,
+        judge_s=0.0,
+        rewrite_s=0.0,
+        answer_s=0.0 if by_draft else alone.seconds,
+        wall_s=wall_s,
+        stop="budget" if alone.finish_reason == "length" else "end",
     )
 
 
@@ -118,16 +148,23 @@ def failed_stats(wall_s: float) -> SpecReasonStats:
     return SpecReasonStats.from_state({}, wall_s=wall_s)
 
 
-def make_judge(run: Run, base: Endpoint, router: OpenAIEndpoint | LocalClassifier | None,
-               settings: BenchSettings, router_folder: Path | None = None) -> Judge | None:
+def make_judge(
+    run: Run,
+    base: Endpoint,
+    router: OpenAIEndpoint | LocalClassifier | None,
+    settings: BenchSettings,
+    router_folder: Path | None = None,
+) -> Judge | None:
     """The judge of a graph run (``None``: the graph's default, SpecReason's base judge)."""
     from ...arbitrage.oracle import OracleJudge
     from ...arbitrage.router import RouterJudge
 
     if run.mode == "arbitrage":
         if router is None:
-            raise ConfigError("mode arbitrage needs a router server: give --router-url, or a "
-                              "profile with a [router] section")
+            raise ConfigError(
+                "mode arbitrage needs a router server: give --router-url, or a "
+                "profile with a [router] section"
+            )
         tau = run.threshold if run.threshold is not None else 0.5
         if isinstance(router, LocalClassifier):
             return RouterJudge.from_folder(router, router.folder, tau=tau)
@@ -136,8 +173,9 @@ def make_judge(run: Run, base: Endpoint, router: OpenAIEndpoint | LocalClassifie
             return RouterJudge.from_folder(router, router_folder, tau=tau)
         return RouterJudge(router, tau=tau)
     if run.mode == "oracle":
-        return OracleJudge.scored_by_base(base, get_format(settings.family),
-                                          tau=run.threshold or 0.0)
+        return OracleJudge.scored_by_base(
+            base, get_format(settings.family), tau=run.threshold or 0.0
+        )
     return None
 
 
@@ -155,18 +193,31 @@ class Answered:
 class Solver:
     """Answers problems in one run over one draft and one base endpoint."""
 
-    def __init__(self, run: Run, draft: Endpoint, base: Endpoint, settings: BenchSettings,
-                 router: OpenAIEndpoint | LocalClassifier | None = None,
-                 router_folder: Path | None = None):
+    def __init__(
+        self,
+        run: Run,
+        draft: Endpoint,
+        base: Endpoint,
+        settings: BenchSettings,
+        router: OpenAIEndpoint | LocalClassifier | None = None,
+        router_folder: Path | None = None,
+    ):
         self.run = run
         self.base = base
         self.family = settings.family
         self.config = settings.config(run)
         self.endpoint = draft if run.mode == "draft" else base
-        self.graph = (create_specreason_graph(
-            draft, base, config=self.config, family=settings.family,
-            judge=make_judge(run, base, router, settings, router_folder))
-            if run.mode in GRAPH_MODES else None)
+        self.graph = (
+            create_specreason_graph(
+                draft,
+                base,
+                config=self.config,
+                family=settings.family,
+                judge=make_judge(run, base, router, settings, router_folder),
+            )
+            if run.mode in GRAPH_MODES
+            else None
+        )
 
     async def answer(self, prompt: str) -> Answered:
         """The reply to ``prompt``, its cost (wall time included), and each step's verdict."""
@@ -177,21 +228,26 @@ class Solver:
             wall = time.perf_counter() - start
             steps = [StepTrace(decision=s["decision"], score=s["score"]) for s in state["steps"]]
             floor = await self.prefill_floor(messages, state["steps"])  # off the clock
-            return Answered(state["answer"], SpecReasonStats.from_state(state, wall_s=wall),
-                            steps, floor)
+            return Answered(
+                state["answer"], SpecReasonStats.from_state(state, wall_s=wall), steps, floor
+            )
         alone = await single_model(self.endpoint, messages, self.config)
         wall = time.perf_counter() - start
-        return Answered(alone.text,
-                        baseline_stats(alone, wall, by_draft=self.run.mode == "draft"))
+        return Answered(alone.text, baseline_stats(alone, wall, by_draft=self.run.mode == "draft"))
 
-    async def prefill_floor(self, messages: list[dict[str, Any]],
-                            steps: Sequence[StepRecord]) -> int | None:
+    async def prefill_floor(
+        self, messages: list[dict[str, Any]], steps: Sequence[StepRecord]
+    ) -> int | None:
         """The judge calls' prefill floor (SpecReason's base-model judge on a vLLM server)."""
-        if (self.run.mode not in SPECREASON_MODES or self.run.judge is not None
-                or not isinstance(self.base, OpenAIEndpoint)):
+        if (
+            self.run.mode not in SPECREASON_MODES
+            or self.run.judge is not None
+            or not isinstance(self.base, OpenAIEndpoint)
+        ):
             return None  # the floor of the score judge's calls
-        return await judge_prefill_floor(self.base, to_openai_messages(messages),
-                                         get_format(self.family), steps)
+        return await judge_prefill_floor(
+            self.base, to_openai_messages(messages), get_format(self.family), steps
+        )
 
     async def solve(self, problem: Problem) -> dict[str, Any]:
         """One result line: the run, the problem, the grade, the stats and the reply."""
@@ -204,16 +260,26 @@ class Solver:
         reply, stats = got.reply, got.stats
         graded = grade(problem.grader, reply, problem.gold)
         return {
-            "mode": self.run.mode, "threshold": self.run.threshold, "setting": self.run.setting,
-            "score_method": self.run.score_method, "problem_id": problem.id,
+            "mode": self.run.mode,
+            "threshold": self.run.threshold,
+            "setting": self.run.setting,
+            "score_method": self.run.score_method,
+            "problem_id": problem.id,
             "judge": self.config.judge if self.run.mode in SPECREASON_MODES else None,
             "logprob_aggregate": self.config.logprob_aggregate
-            if self.run.mode in SPECREASON_MODES and self.run.judge else None,
+            if self.run.mode in SPECREASON_MODES and self.run.judge
+            else None,
             "first_n_base_steps": self.run.base_steps or None,
-            "correct": graded.correct, "prediction": graded.prediction, "gold": problem.gold,
-            "grader": problem.grader, "latency_s": stats.wall_s, **stats.as_dict(),
+            "correct": graded.correct,
+            "prediction": graded.prediction,
+            "gold": problem.gold,
+            "grader": problem.grader,
+            "latency_s": stats.wall_s,
+            **stats.as_dict(),
             "judge_floor_tokens": got.judge_floor_tokens,
-            "steps": got.steps, "error": error, "reply": reply,
+            "steps": got.steps,
+            "error": error,
+            "reply": reply,
             "finished_at": datetime.now(UTC).isoformat(),
         }
 
@@ -226,8 +292,9 @@ async def snapshot(url: str) -> ServerCounters | None:
         return None
 
 
-def counter_delta(after: ServerCounters | None,
-                  before: ServerCounters | None) -> dict[str, float] | None:
+def counter_delta(
+    after: ServerCounters | None, before: ServerCounters | None
+) -> dict[str, float] | None:
     """The recorded counters' growth between two snapshots (``None`` if one is missing)."""
     if after is None or before is None:
         return None
@@ -263,8 +330,7 @@ async def run_group(
     metrics: bool = True,
 ) -> int:
     """Solve the problems of each run not yet in ``done``; returns how many were solved."""
-    draft, base = endpoints or endpoint_pair(pair.draft_url, pair.base_url,
-                                             api_key=pair.api_key)
+    draft, base = endpoints or endpoint_pair(pair.draft_url, pair.base_url, api_key=pair.api_key)
     router: OpenAIEndpoint | LocalClassifier | None = None
     router_folder: Path | None = None
     if pair.router_url:
@@ -286,10 +352,12 @@ async def run_group(
             cold = await _reset_caches(pair) if metrics else None
             if cold is False and not warned:
                 warned = True
-                tqdm.write("bench: a server does not offer /reset_prefix_cache (start it with "
-                           "VLLM_SERVER_DEV_MODE=1); problems run with whatever earlier runs "
-                           "left in the prefix caches (recorded as prefix_cache_reset=false)",
-                           file=sys.stderr)
+                tqdm.write(
+                    "bench: a server does not offer /reset_prefix_cache (start it with "
+                    "VLLM_SERVER_DEV_MODE=1); problems run with whatever earlier runs "
+                    "left in the prefix caches (recorded as prefix_cache_reset=false)",
+                    file=sys.stderr,
+                )
             record = await solver.solve(problem)
             after = await _snapshots(pair, metrics)
             record["prefix_cache_reset"] = cold
@@ -311,8 +379,10 @@ async def _reset_caches(pair: ServerPair) -> bool:
     ``False`` when a running server refused; a server that is not there (the draft of an
     ``sd`` run may be stopped) holds no cache and does not count.
     """
-    results = [await reset_prefix_cache(url, api_key=pair.api_key)
-               for url in (pair.draft_url, pair.base_url)]
+    results = [
+        await reset_prefix_cache(url, api_key=pair.api_key)
+        for url in (pair.draft_url, pair.base_url)
+    ]
     return False not in results and True in results
 
 
@@ -322,14 +392,27 @@ async def _snapshots(pair: ServerPair, metrics: bool) -> dict[str, ServerCounter
     return {"draft": await snapshot(pair.draft_url), "base": await snapshot(pair.base_url)}
 
 
-def _run_record(run: Run, pair: ServerPair, problems: int, started: str, clock: float,
-                first: dict[str, ServerCounters | None],
-                last: dict[str, ServerCounters | None]) -> dict[str, Any]:
+def _run_record(
+    run: Run,
+    pair: ServerPair,
+    problems: int,
+    started: str,
+    clock: float,
+    first: dict[str, ServerCounters | None],
+    last: dict[str, ServerCounters | None],
+) -> dict[str, Any]:
     server = {role: counter_delta(last[role], first[role]) for role in last}
     return {
-        "mode": run.mode, "threshold": run.threshold, "setting": run.setting,
-        "score_method": run.score_method, "variant": pair.variant,
-        "draft_url": pair.draft_url, "base_url": pair.base_url,
-        "problems": problems, "started_at": started, "seconds": time.perf_counter() - clock,
-        "server": server, "base_prefix_cache_hit_rate": hit_rate(server["base"]),
+        "mode": run.mode,
+        "threshold": run.threshold,
+        "setting": run.setting,
+        "score_method": run.score_method,
+        "variant": pair.variant,
+        "draft_url": pair.draft_url,
+        "base_url": pair.base_url,
+        "problems": problems,
+        "started_at": started,
+        "seconds": time.perf_counter() - clock,
+        "server": server,
+        "base_prefix_cache_hit_rate": hit_rate(server["base"]),
     }

@@ -25,10 +25,14 @@ from ...serving.secrets import CLIENT_KEY_ENVS, client_api_key, redact_args, red
 
 def add_api_key_flag(group: Any) -> None:
     """``--api-key`` of the clients (``bench``, ``bench judges``, ``arbitrage label``)."""
-    group.add_argument("--api-key", metavar="KEY", default=None,
-                       help="key the clients send, and the key of the servers the command "
-                            f"starts (default: ${CLIENT_KEY_ENVS[0]}, then "
-                            f"${CLIENT_KEY_ENVS[1]}; prefer them: a flag shows in `ps`)")
+    group.add_argument(
+        "--api-key",
+        metavar="KEY",
+        default=None,
+        help="key the clients send, and the key of the servers the command "
+        f"starts (default: ${CLIENT_KEY_ENVS[0]}, then "
+        f"${CLIENT_KEY_ENVS[1]}; prefer them: a flag shows in `ps`)",
+    )
 
 
 def api_key_of(args: Any) -> str | None:
@@ -55,22 +59,27 @@ class ServerPair:
         """URLs, served models and (when known) the servers' flags, for ``meta.json``."""
         out: dict[str, Any] = {"variant": self.variant, "started_by_bench": bool(self.profile)}
         for role, url in (("draft", self.draft_url), ("base", self.base_url)):
-            info: dict[str, Any] = {"url": url,
-                                    "models": await served_models(url, api_key=self.api_key)}
+            info: dict[str, Any] = {
+                "url": url,
+                "models": await served_models(url, api_key=self.api_key),
+            }
             if self.profile is not None:
                 spec = self.profile.draft if role == "draft" else self.profile.base
-                info.update(model=spec.model, args=redact_args(spec.args),
-                            env=redact_env(dict(spec.env)))
+                info.update(
+                    model=spec.model, args=redact_args(spec.args), env=redact_env(dict(spec.env))
+                )
             out[role] = info
         if self.router_model:
             out["router"] = {"in_process": self.router_model}
         if self.router_url:
-            out["router"] = {"url": self.router_url,
-                             "models": await served_models(self.router_url,
-                                                           api_key=self.api_key)}
+            out["router"] = {
+                "url": self.router_url,
+                "models": await served_models(self.router_url, api_key=self.api_key),
+            }
             if self.profile is not None and self.profile.router is not None:
-                out["router"].update(model=self.profile.router.model,
-                                     args=redact_args(self.profile.router.args))
+                out["router"].update(
+                    model=self.profile.router.model, args=redact_args(self.profile.router.args)
+                )
         out["api_key"] = self.api_key is not None
         if self.profile is not None:
             out["profile"] = self.profile.name
@@ -94,8 +103,10 @@ class ServerSource:
         if self.router_url and self.router_model:
             raise ConfigError("give --router-url or --router-model, not both")
         if bool(self.draft_url) != bool(self.base_url):
-            raise ConfigError("give both --draft-url and --base-url, or neither "
-                              "(then the profile's servers are started)")
+            raise ConfigError(
+                "give both --draft-url and --base-url, or neither "
+                "(then the profile's servers are started)"
+            )
         if self.sd_base_url and not self.draft_url:
             raise ConfigError("--sd-base-url goes with --draft-url and --base-url")
 
@@ -107,15 +118,20 @@ class ServerSource:
     def check(self, variants: list[str | None], *, router: bool = False) -> None:
         """Fail before any work when a needed variant (or the router) cannot be served."""
         if self.router_model and not (Path(self.router_model) / ROUTER_CONFIG).is_file():
-            raise ConfigError(f"--router-model {self.router_model}: no router.json there; "
-                              "make one with `specreason arbitrage train`")
+            raise ConfigError(
+                f"--router-model {self.router_model}: no router.json there; "
+                "make one with `specreason arbitrage train`"
+            )
         if router and not self.router_url and not self.router_model:
             if self.explicit:
-                raise ConfigError("mode arbitrage needs the router: give --router-url (a "
-                                  "classifier served with --runner pooling)")
+                raise ConfigError(
+                    "mode arbitrage needs the router: give --router-url (a "
+                    "classifier served with --runner pooling)"
+                )
             if load_profile(self.profile).router is None:
-                raise ConfigError(f"profile {self.profile!r} has no [router] server; give "
-                                  "--router-url")
+                raise ConfigError(
+                    f"profile {self.profile!r} has no [router] server; give --router-url"
+                )
         for variant in variants:
             if variant is None:
                 continue
@@ -138,24 +154,41 @@ class ServerSource:
             assert self.draft_url and self.base_url
             base = self.sd_base_url if variant is not None else self.base_url
             assert base is not None
-            yield ServerPair(variant, self.draft_url, base, router_url=self.router_url,
-                             router_model=self.router_model, api_key=self.api_key)
+            yield ServerPair(
+                variant,
+                self.draft_url,
+                base,
+                router_url=self.router_url,
+                router_model=self.router_model,
+                api_key=self.api_key,
+            )
             return
         profile = load_profile(self.profile, variant=variant)
         own_router = router and not self.router_url and not self.router_model
         roles: tuple[Role, ...] = ("draft", "base", "router") if own_router else ("draft", "base")
         launcher = Launcher(profile, roles=roles, api_key=self.api_key)
-        print(f"bench: starting the {profile.name}{'/' + variant if variant else ''} servers "
-              f"(logs: {launcher.log_dir})", file=sys.stderr, flush=True)
+        print(
+            f"bench: starting the {profile.name}{'/' + variant if variant else ''} servers "
+            f"(logs: {launcher.log_dir})",
+            file=sys.stderr,
+            flush=True,
+        )
         with launcher:
             router_url = launcher.urls.get("router") if own_router else self.router_url
-            yield ServerPair(variant, launcher.urls["draft"], launcher.urls["base"], profile,
-                             router_url=router_url, router_model=self.router_model,
-                             api_key=launcher.api_key)
+            yield ServerPair(
+                variant,
+                launcher.urls["draft"],
+                launcher.urls["base"],
+                profile,
+                router_url=router_url,
+                router_model=self.router_model,
+                api_key=launcher.api_key,
+            )
 
 
-async def reset_prefix_cache(url: str, *, timeout: float = 60.0,
-                             api_key: str | None = None) -> bool | None:
+async def reset_prefix_cache(
+    url: str, *, timeout: float = 60.0, api_key: str | None = None
+) -> bool | None:
     """Empty a vLLM server's prefix cache: ``True`` done, ``False`` refused, ``None`` no server.
 
     The benchmark empties both caches before each problem, so no run profits from prefixes an
@@ -166,8 +199,9 @@ async def reset_prefix_cache(url: str, *, timeout: float = 60.0,
     return await server.reset_prefix_cache()
 
 
-async def served_models(url: str, *, timeout: float = 10.0,
-                        api_key: str | None = None) -> list[dict[str, Any]]:
+async def served_models(
+    url: str, *, timeout: float = 10.0, api_key: str | None = None
+) -> list[dict[str, Any]]:
     """What ``GET /v1/models`` lists (id, root, max_model_len); ``[{"error": ...}]`` if down."""
     server = OpenAIEndpoint(url, name="server", timeout=timeout, max_retries=0, api_key=api_key)
     try:
@@ -177,8 +211,9 @@ async def served_models(url: str, *, timeout: float = 10.0,
     return [{k: m.get(k) for k in ("id", "root", "max_model_len")} for m in models]
 
 
-async def served_router_folder(router: OpenAIEndpoint, *,
-                               api_key: str | None = None) -> Path | None:
+async def served_router_folder(
+    router: OpenAIEndpoint, *, api_key: str | None = None
+) -> Path | None:
     """The folder a router server serves, when it holds the router's ``router.json``."""
     roots = [m.get("root") for m in await served_models(router.base_url, api_key=api_key)]
     return next((Path(r) for r in roots if r and (Path(r) / ROUTER_CONFIG).is_file()), None)

@@ -23,15 +23,21 @@ from ..bench.servers import add_api_key_flag, api_key_of
 
 def add_parser(subparsers: Any) -> None:
     """Add ``label`` to the ``specreason`` subcommands."""
-    p = subparsers.add_parser("label", help="label draft steps by base-model rollouts "
-                                            "(judge-independent; for `bench judges --labels`)")
+    p = subparsers.add_parser(
+        "label",
+        help="label draft steps by base-model rollouts "
+        "(judge-independent; for `bench judges --labels`)",
+    )
     p.add_argument("--profile", default="cpu", help="serve profile started (default: cpu)")
     p.add_argument("--draft-url", help="use this running draft server instead")
     p.add_argument("--base-url", help="use this running base server instead")
     add_api_key_flag(p)
     p.add_argument("--family", help="prompt family (default: the profile's)")
-    p.add_argument("--dataset", default="gsm8k-train",
-                   help="gsm8k-train (default) or a .jsonl path; never a test split")
+    p.add_argument(
+        "--dataset",
+        default="gsm8k-train",
+        help="gsm8k-train (default) or a .jsonl path; never a test split",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the problem shuffle")
     p.add_argument("--offset", type=int, default=0, help="start of the range in the shuffle")
     p.add_argument("--count", type=int, default=80, help="problems in the range")
@@ -39,8 +45,12 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--temperature", type=float, default=0.7, help="rollout temperature")
     p.add_argument("--rollout-max-tokens", type=int, default=512)
     p.add_argument("--max-steps", type=int, default=8, help="labelled steps per trace")
-    p.add_argument("--harmful-gap", type=float, default=0.5,
-                   help="harmful: the base step's success rate is this much higher")
+    p.add_argument(
+        "--harmful-gap",
+        type=float,
+        default=0.5,
+        help="harmful: the base step's success rate is this much higher",
+    )
     p.add_argument("--budget", type=int, default=1024, help="draft trace budget (tokens)")
     p.add_argument("--concurrency", type=int, default=2, help="problems in flight")
     p.add_argument("--out", required=True, help="label folder; reuse it to resume")
@@ -58,30 +68,59 @@ async def run(args: argparse.Namespace) -> int:
     from .run import label_problems, sample_problems
 
     if args.dataset in ("gsm8k", "math500") or "test" in Path(args.dataset).name:
-        raise ConfigError(f"--dataset {args.dataset}: labels are made on dev problems only "
-                          "(gsm8k-train or a train file); test problems are for reports")
-    settings = RolloutSettings(m=args.m, temperature=args.temperature,
-                               max_tokens=args.rollout_max_tokens, max_steps=args.max_steps,
-                               harmful_gap=args.harmful_gap)
-    problems = sample_problems(load_problems(args.dataset), seed=args.seed,
-                               offset=args.offset, count=args.count)
+        raise ConfigError(
+            f"--dataset {args.dataset}: labels are made on dev problems only "
+            "(gsm8k-train or a train file); test problems are for reports"
+        )
+    settings = RolloutSettings(
+        m=args.m,
+        temperature=args.temperature,
+        max_tokens=args.rollout_max_tokens,
+        max_steps=args.max_steps,
+        harmful_gap=args.harmful_gap,
+    )
+    problems = sample_problems(
+        load_problems(args.dataset), seed=args.seed, offset=args.offset, count=args.count
+    )
     family = args.family or load_profile(args.profile).family
     source = ServerSource(args.profile, args.draft_url, args.base_url, api_key=api_key_of(args))
     out = Path(args.out)
-    print(f"label: {len(problems)} problems of {args.dataset} (seed {args.seed}, offset "
-          f"{args.offset}); labels in {out}", file=sys.stderr, flush=True)
+    print(
+        f"label: {len(problems)} problems of {args.dataset} (seed {args.seed}, offset "
+        f"{args.offset}); labels in {out}",
+        file=sys.stderr,
+        flush=True,
+    )
     with source.servers(None) as pair:
         described = await pair.describe()
-        draft, base = endpoint_pair(pair.draft_url, pair.base_url, api_key=pair.api_key,
-                                    timeout=1800.0, max_concurrency=None)
-        provenance = {"dataset": args.dataset, "seed": args.seed, "offset": args.offset,
-                      "count": args.count, "family": family,
-                      "draft_model": described["draft"].get("models"),
-                      "base_model": described["base"].get("models"),
-                      "profile": described.get("profile")}
-        summary = await label_problems(draft, base, problems, out, settings=settings,
-                                       family=family, budget=args.budget,
-                                       concurrency=args.concurrency, provenance=provenance,
-                                       progress=not args.no_progress)
+        draft, base = endpoint_pair(
+            pair.draft_url,
+            pair.base_url,
+            api_key=pair.api_key,
+            timeout=1800.0,
+            max_concurrency=None,
+        )
+        provenance = {
+            "dataset": args.dataset,
+            "seed": args.seed,
+            "offset": args.offset,
+            "count": args.count,
+            "family": family,
+            "draft_model": described["draft"].get("models"),
+            "base_model": described["base"].get("models"),
+            "profile": described.get("profile"),
+        }
+        summary = await label_problems(
+            draft,
+            base,
+            problems,
+            out,
+            settings=settings,
+            family=family,
+            budget=args.budget,
+            concurrency=args.concurrency,
+            provenance=provenance,
+            progress=not args.no_progress,
+        )
     print(summary.format())
     return 0

@@ -35,14 +35,15 @@ def load_labelled_steps(path: Path) -> list[JudgeExample]:
             raise InputError(f"{where}: question and step must be strings")
         steps = row["steps"]
         if not isinstance(steps, list) or not all(isinstance(s, str) for s in steps):
-            raise InputError(f"{where}: steps must be a list of strings (the trace before "
-                             "the step)")
+            raise InputError(
+                f"{where}: steps must be a list of strings (the trace before the step)"
+            )
         if not isinstance(row["harmful"], bool):
-            raise InputError(f"{where}: harmful must be true or false, got "
-                             f"{row['harmful']!r}")
+            raise InputError(f"{where}: harmful must be true or false, got {row['harmful']!r}")
         advantage = row.get("advantage")
-        if advantage is not None and (isinstance(advantage, bool)
-                                      or not isinstance(advantage, int | float)):
+        if advantage is not None and (
+            isinstance(advantage, bool) or not isinstance(advantage, int | float)
+        ):
             raise InputError(f"{where}: advantage must be a number, got {advantage!r}")
         problem = str(row.get("problem_id", f"line-{number}"))
         index = row.get("step_index", len(steps))
@@ -50,12 +51,19 @@ def load_labelled_steps(path: Path) -> list[JudgeExample]:
         if example_id in seen:
             raise InputError(f"{where}: step {example_id} appears twice")
         seen.add(example_id)
-        examples.append(JudgeExample(
-            id=example_id, problem_id=example_id, question=row["question"],
-            steps=tuple(steps), step=row["step"],
-            kind="harmful" if row["harmful"] else "harmless",
-            position=int(index), original=str(row.get("base_step") or ""),
-            advantage=None if advantage is None else float(advantage)))
+        examples.append(
+            JudgeExample(
+                id=example_id,
+                problem_id=example_id,
+                question=row["question"],
+                steps=tuple(steps),
+                step=row["step"],
+                kind="harmful" if row["harmful"] else "harmless",
+                position=int(index),
+                original=str(row.get("base_step") or ""),
+                advantage=None if advantage is None else float(advantage),
+            )
+        )
     if not examples:
         raise InputError(f"{path} holds no labelled step")
     return examples

@@ -107,36 +107,74 @@ class DraftTrace:
     finishes: list[str]
 
 
-def _step_request(conversation: list[dict[str, Any]], fmt: PromptFormat, steps: Sequence[str],
-                  max_tokens: int, *, stop: list[str] | None, temperature: float,
-                  top_p: float) -> ChatRequest:
+def _step_request(
+    conversation: list[dict[str, Any]],
+    fmt: PromptFormat,
+    steps: Sequence[str],
+    max_tokens: int,
+    *,
+    stop: list[str] | None,
+    temperature: float,
+    top_p: float,
+) -> ChatRequest:
     messages, cont = continue_messages(conversation, fmt, steps)
-    return ChatRequest(messages=messages, max_tokens=max_tokens, continue_final=cont,
-                       stop=stop, temperature=temperature, top_p=top_p)
+    return ChatRequest(
+        messages=messages,
+        max_tokens=max_tokens,
+        continue_final=cont,
+        stop=stop,
+        temperature=temperature,
+        top_p=top_p,
+    )
 
 
 async def label_step(
-    base: Sampler, problem: Problem, conversation: list[dict[str, Any]], fmt: PromptFormat,
-    prefix: Sequence[str], step: str, settings: RolloutSettings,
+    base: Sampler,
+    problem: Problem,
+    conversation: list[dict[str, Any]],
+    fmt: PromptFormat,
+    prefix: Sequence[str],
+    step: str,
+    settings: RolloutSettings,
 ) -> dict[str, Any]:
     """The label of draft ``step`` written after ``prefix`` (see the module docstring)."""
     t0 = time.perf_counter()
     stops = [settings.delimiter] + ([fmt.thinking_end] if fmt.thinking_end else [])
-    own = await base.complete(_step_request(
-        conversation, fmt, prefix, settings.step_max_tokens, stop=stops, temperature=0.0,
-        top_p=1.0))
+    own = await base.complete(
+        _step_request(
+            conversation,
+            fmt,
+            prefix,
+            settings.step_max_tokens,
+            stop=stops,
+            temperature=0.0,
+            top_p=1.0,
+        )
+    )
     base_step, _ = step_finish(own, settings.delimiter, fmt.thinking_end)
     tokens = own.completion_tokens
 
     async def rollouts(candidate: str) -> tuple[list[bool], list[str | None], int]:
         trace = [*prefix, candidate]
-        outs = await base.sample(_step_request(
-            conversation, fmt, trace, settings.max_tokens, stop=None,
-            temperature=settings.temperature, top_p=settings.top_p), settings.m)
+        outs = await base.sample(
+            _step_request(
+                conversation,
+                fmt,
+                trace,
+                settings.max_tokens,
+                stop=None,
+                temperature=settings.temperature,
+                top_p=settings.top_p,
+            ),
+            settings.m,
+        )
         head = "".join(trace)
         grades = [grade(problem.grader, head + o.text, problem.gold) for o in outs]
-        return ([g.correct for g in grades], [g.prediction for g in grades],
-                sum(o.completion_tokens for o in outs[:1]))
+        return (
+            [g.correct for g in grades],
+            [g.prediction for g in grades],
+            sum(o.completion_tokens for o in outs[:1]),
+        )
 
     same = same_step(step, base_step)
     if same:
@@ -146,10 +184,15 @@ async def label_step(
         draft_side, base_side = await asyncio.gather(rollouts(step), rollouts(base_step))
     draft_rate, base_rate = success_rate(draft_side[0]), success_rate(base_side[0])
     return {
-        "step": step, "base_step": base_step, "same_step": same,
-        "draft_correct": draft_side[0], "base_correct": base_side[0],
-        "draft_predictions": draft_side[1], "base_predictions": base_side[1],
-        "draft_rate": draft_rate, "base_rate": base_rate,
+        "step": step,
+        "base_step": base_step,
+        "same_step": same,
+        "draft_correct": draft_side[0],
+        "base_correct": base_side[0],
+        "draft_predictions": draft_side[1],
+        "base_predictions": base_side[1],
+        "draft_rate": draft_rate,
+        "base_rate": base_rate,
         "advantage": advantage(draft_rate, base_rate),
         "harmful": is_harmful(draft_rate, base_rate, settings.harmful_gap),
         "rollout_tokens": draft_side[2] + (0 if same else base_side[2]) + tokens,
@@ -158,8 +201,14 @@ async def label_step(
 
 
 async def label_trace(
-    base: Sampler, problem: Problem, conversation: list[dict[str, Any]], fmt: PromptFormat,
-    trace: DraftTrace, settings: RolloutSettings, *, concurrency: int = 2,
+    base: Sampler,
+    problem: Problem,
+    conversation: list[dict[str, Any]],
+    fmt: PromptFormat,
+    trace: DraftTrace,
+    settings: RolloutSettings,
+    *,
+    concurrency: int = 2,
 ) -> list[dict[str, Any]]:
     """The labels of a draft trace's first ``settings.max_steps`` steps, in order.
 
@@ -169,11 +218,19 @@ async def label_trace(
 
     async def one(k: int) -> dict[str, Any]:
         async with gate:
-            row = await label_step(base, problem, conversation, fmt, trace.steps[:k],
-                                   trace.steps[k], settings)
-        return {"problem_id": problem.id, "step_index": k, "question": problem.question,
-                "gold": problem.gold, "steps": list(trace.steps[:k]), **row,
-                "draft_logprobs": trace.logprobs[k], "finish": trace.finishes[k]}
+            row = await label_step(
+                base, problem, conversation, fmt, trace.steps[:k], trace.steps[k], settings
+            )
+        return {
+            "problem_id": problem.id,
+            "step_index": k,
+            "question": problem.question,
+            "gold": problem.gold,
+            "steps": list(trace.steps[:k]),
+            **row,
+            "draft_logprobs": trace.logprobs[k],
+            "finish": trace.finishes[k],
+        }
 
     count = min(len(trace.steps), settings.max_steps)
     return list(await asyncio.gather(*(one(k) for k in range(count))))

@@ -22,7 +22,7 @@ from langchain_core.messages import HumanMessage
 from tqdm import tqdm
 
 from ...config import SpecReasonConfig
-from ...endpoint import Endpoint
+from ...endpoint import Endpoint, OpenAIEndpoint
 from ...errors import ConfigError
 from ...formats import PromptFormat, get_format
 from ...graph import create_specreason_graph
@@ -30,15 +30,16 @@ from ...judges import StepContext, Verdict
 from ..bench.datasets import Problem
 from ..bench.prompts import build_prompt
 from ..bench.results import JsonlAppender, read_records
-from .rollout import DraftTrace, RolloutSettings, Sampler, label_trace
+from .rollout import DraftTrace, RolloutSettings, label_trace
 
 LABELS = "labels.jsonl"
 PROBLEMS = "problems.jsonl"
 META = "meta.json"
 
 
-def sample_problems(problems: Sequence[Problem], *, seed: int, offset: int,
-                    count: int) -> list[Problem]:
+def sample_problems(
+    problems: Sequence[Problem], *, seed: int, offset: int, count: int
+) -> list[Problem]:
     """``count`` problems from a seeded shuffle, starting at ``offset``.
 
     Samples with the same seed and non-overlapping ``[offset, offset + count)`` ranges are
@@ -49,9 +50,11 @@ def sample_problems(problems: Sequence[Problem], *, seed: int, offset: int,
     order = list(range(len(problems)))
     random.Random(seed).shuffle(order)
     if offset + count > len(order):
-        raise ConfigError(f"the dataset has {len(order)} problems; offset {offset} + count "
-                          f"{count} is past its end")
-    return [problems[i] for i in order[offset:offset + count]]
+        raise ConfigError(
+            f"the dataset has {len(order)} problems; offset {offset} + count "
+            f"{count} is past its end"
+        )
+    return [problems[i] for i in order[offset : offset + count]]
 
 
 class _AcceptAll:
@@ -65,14 +68,29 @@ class _AcceptAll:
         return Verdict(score=1.0, accept=True)
 
 
-async def draft_trace(draft: Endpoint, base: Endpoint, problem: Problem, fmt: PromptFormat,
-                      *, budget: int, step_max_tokens: int, delimiter: str) -> DraftTrace:
+async def draft_trace(
+    draft: Endpoint,
+    base: Endpoint,
+    problem: Problem,
+    fmt: PromptFormat,
+    *,
+    budget: int,
+    step_max_tokens: int,
+    delimiter: str,
+) -> DraftTrace:
     """The draft model's greedy trace of ``problem``, its draft steps only."""
     judge = _AcceptAll()
-    config = SpecReasonConfig(temperature=0.0, top_p=1.0, lookahead=False, budget=budget,
-                              step_max_tokens=step_max_tokens, delimiter=delimiter)
-    graph = create_specreason_graph(draft, base, judge=judge, config=config, family=fmt,
-                                    name="draft-trace")
+    config = SpecReasonConfig(
+        temperature=0.0,
+        top_p=1.0,
+        lookahead=False,
+        budget=budget,
+        step_max_tokens=step_max_tokens,
+        delimiter=delimiter,
+    )
+    graph = create_specreason_graph(
+        draft, base, judge=judge, config=config, family=fmt, name="draft-trace"
+    )
     state = await graph.ainvoke({"messages": [HumanMessage(build_prompt(problem))]})
     steps, logprobs, finishes = [], [], []
     for record in state.get("steps") or []:
@@ -96,15 +114,25 @@ class LabelRunSummary:
 
     def format(self) -> str:
         """One line for the CLI."""
-        return (f"labelled {self.steps} draft steps from {self.problems_done} problems "
-                f"({self.problems_skipped} already done); harmful {self.harmful}; "
-                f"{self.seconds:.0f} s")
+        return (
+            f"labelled {self.steps} draft steps from {self.problems_done} problems "
+            f"({self.problems_skipped} already done); harmful {self.harmful}; "
+            f"{self.seconds:.0f} s"
+        )
 
 
 async def label_problems(
-    draft: Endpoint, base: Sampler, problems: Sequence[Problem], out: Path, *,
-    settings: RolloutSettings, family: str | PromptFormat = "instruct", budget: int = 1024,
-    concurrency: int = 2, provenance: dict[str, Any] | None = None, progress: bool = True,
+    draft: Endpoint,
+    base: OpenAIEndpoint,
+    problems: Sequence[Problem],
+    out: Path,
+    *,
+    settings: RolloutSettings,
+    family: str | PromptFormat = "instruct",
+    budget: int = 1024,
+    concurrency: int = 2,
+    provenance: dict[str, Any] | None = None,
+    progress: bool = True,
 ) -> LabelRunSummary:
     """Label each problem not yet in ``out/problems.jsonl``; append its lines to ``labels.jsonl``.
 
@@ -114,17 +142,22 @@ async def label_problems(
     """
     fmt = get_format(family)
     out.mkdir(parents=True, exist_ok=True)
-    meta = {"settings": asdict(settings), "budget": budget, "draft": "greedy, temperature 0",
-            "base_step": "greedy, temperature 0",
-            "grading": "lab.bench.grading.grade of prefix + step + rollout against the gold",
-            "harmful": f"advantage = base_rate - draft_rate >= {settings.harmful_gap}",
-            **(provenance or {})}
+    meta = {
+        "settings": asdict(settings),
+        "budget": budget,
+        "draft": "greedy, temperature 0",
+        "base_step": "greedy, temperature 0",
+        "grading": "lab.bench.grading.grade of prefix + step + rollout against the gold",
+        "harmful": f"advantage = base_rate - draft_rate >= {settings.harmful_gap}",
+        **(provenance or {}),
+    }
     meta_path = out / META
     if meta_path.is_file():
         old = json.loads(meta_path.read_text())
         if old.get("settings") != meta["settings"] or old.get("budget") != budget:
-            raise ConfigError(f"{out} was labelled with other settings ({old.get('settings')});"
-                              " use another --out")
+            raise ConfigError(
+                f"{out} was labelled with other settings ({old.get('settings')}); use another --out"
+            )
     meta_path.write_text(json.dumps(meta, indent=2) + "\n")
     done = {str(r["problem_id"]) for r in read_records(out / PROBLEMS)}
     todo = [p for p in problems if p.id not in done]
@@ -135,26 +168,47 @@ async def label_problems(
     async def one(problem: Problem) -> tuple[Problem, list[dict[str, Any]], float]:
         async with gate:
             t0 = time.perf_counter()
-            trace = await draft_trace(draft, base, problem, fmt,  # type: ignore[arg-type]
-                                      budget=budget, step_max_tokens=settings.step_max_tokens,
-                                      delimiter=settings.delimiter)
+            trace = await draft_trace(
+                draft,
+                base,
+                problem,
+                fmt,
+                budget=budget,
+                step_max_tokens=settings.step_max_tokens,
+                delimiter=settings.delimiter,
+            )
             conversation = [{"role": "user", "content": build_prompt(problem)}]
             rows = await label_trace(base, problem, conversation, fmt, trace, settings)
             return problem, rows, time.perf_counter() - t0
 
-    with (JsonlAppender(out / LABELS) as labels, JsonlAppender(out / PROBLEMS) as finished,
-          tqdm(total=len(problems), initial=len(problems) - len(todo), desc="label",
-               unit="problem", disable=not progress, dynamic_ncols=True) as bar):
+    with (
+        JsonlAppender(out / LABELS) as labels,
+        JsonlAppender(out / PROBLEMS) as finished,
+        tqdm(
+            total=len(problems),
+            initial=len(problems) - len(todo),
+            desc="label",
+            unit="problem",
+            disable=not progress,
+            dynamic_ncols=True,
+        ) as bar,
+    ):
         for next_done in asyncio.as_completed([one(p) for p in todo]):
             problem, rows, seconds = await next_done
             for row in rows:
                 labels.write(row)
-            finished.write({"problem_id": problem.id, "steps": len(rows),
-                            "harmful": sum(r["harmful"] for r in rows),
-                            "seconds": round(seconds, 2)})
+            finished.write(
+                {
+                    "problem_id": problem.id,
+                    "steps": len(rows),
+                    "harmful": sum(r["harmful"] for r in rows),
+                    "seconds": round(seconds, 2),
+                }
+            )
             steps += len(rows)
             harmful += sum(r["harmful"] for r in rows)
             bar.set_postfix_str(f"{steps} steps, {harmful} harmful")
             bar.update(1)
-    return LabelRunSummary(len(todo), len(problems) - len(todo), steps, harmful,
-                           time.perf_counter() - start)
+    return LabelRunSummary(
+        len(todo), len(problems) - len(todo), steps, harmful, time.perf_counter() - start
+    )

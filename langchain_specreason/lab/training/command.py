@@ -29,54 +29,95 @@ def add_parser(subparsers: Any) -> None:
     sub = p.add_subparsers(dest="arbitrage_command", required=True)
 
     label = sub.add_parser("label", help="run the oracle over problems; write labelled steps")
-    label.add_argument("--profile", default="cpu",
-                       help="serve profile whose servers are started (default: cpu)")
+    label.add_argument(
+        "--profile", default="cpu", help="serve profile whose servers are started (default: cpu)"
+    )
     label.add_argument("--draft-url", help="use this running draft server instead")
     label.add_argument("--base-url", help="use this running base server instead")
     add_api_key_flag(label)
     label.add_argument("--family", help="prompt family (default: the profile's)")
-    label.add_argument("--dataset", default="gsm8k-train",
-                       help="gsm8k-train (default), gsm8k, math500, or a .jsonl path")
+    label.add_argument(
+        "--dataset",
+        default="gsm8k-train",
+        help="gsm8k-train (default), gsm8k, math500, or a .jsonl path",
+    )
     label.add_argument("--question-field", default="question", help="JSONL: question field")
     label.add_argument("--answer-field", default="answer", help="JSONL: gold answer field")
     label.add_argument("--id-field", help="JSONL: problem id field (default: line number)")
     label.add_argument("--limit", type=int, help="only the first N problems")
-    label.add_argument("--out", help="label folder; reuse one to resume "
-                                     "(default: runs/labels-<dataset>)")
-    label.add_argument("--tau", type=float, default=0.0,
-                       help="the oracle keeps the base step when it scores this much better")
-    label.add_argument("--score-method", default="average", choices=["average", "greedy"],
-                       help="how the base model's score is read (default: average)")
-    label.add_argument("--scorer", default="score", choices=["score", "likelihood"],
-                       help="what rates the draft and the base step: the base model's 0-9 "
-                            "score (default) or its log-probability of the step")
-    label.add_argument("--concurrency", type=int, default=1,
-                       help="problems labelled at once (the servers batch them; default 1)")
+    label.add_argument(
+        "--out", help="label folder; reuse one to resume (default: runs/labels-<dataset>)"
+    )
+    label.add_argument(
+        "--tau",
+        type=float,
+        default=0.0,
+        help="the oracle keeps the base step when it scores this much better",
+    )
+    label.add_argument(
+        "--score-method",
+        default="average",
+        choices=["average", "greedy"],
+        help="how the base model's score is read (default: average)",
+    )
+    label.add_argument(
+        "--scorer",
+        default="score",
+        choices=["score", "likelihood"],
+        help="what rates the draft and the base step: the base model's 0-9 "
+        "score (default) or its log-probability of the step",
+    )
+    label.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        help="problems labelled at once (the servers batch them; default 1)",
+    )
     add_generation_flags(label)
     label.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     train = sub.add_parser("train", help="fine-tune the router on labelled steps")
-    train.add_argument("--dataset", required=True,
-                       help="labels.jsonl, or the folder `arbitrage label` wrote")
+    train.add_argument(
+        "--dataset", required=True, help="labels.jsonl, or the folder `arbitrage label` wrote"
+    )
     train.add_argument("--limit", type=int, help="only the first N labelled steps")
     train.add_argument("--out", help="router folder (default: the profile's router:NAME folder)")
     train.add_argument("--profile", default="cpu", help="names the default --out (default: cpu)")
-    train.add_argument("--base-model", default="smollm2-135m",
-                       help="catalog name or folder to start from (default: smollm2-135m)")
-    train.add_argument("--margin", type=float, default=0.0,
-                       help="label 1 (escalate) when the advantage exceeds this")
+    train.add_argument(
+        "--base-model",
+        default="smollm2-135m",
+        help="catalog name or folder to start from (default: smollm2-135m)",
+    )
+    train.add_argument(
+        "--margin",
+        type=float,
+        default=0.0,
+        help="label 1 (escalate) when the advantage exceeds this",
+    )
     train.add_argument("--epochs", type=int, default=3)
     train.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
     train.add_argument("--learning-rate", type=float, default=5e-5)
     train.add_argument("--batch-size", type=int, default=8)
-    train.add_argument("--held-out", type=float, default=0.2,
-                       help="share of problems held out for model selection (default: 0.2)")
-    train.add_argument("--max-tokens", type=int, default=ROUTER_MAX_TOKENS,
-                       help="tokens the router reads, cut from the left (default: "
-                            f"{ROUTER_MAX_TOKENS}); recorded in router.json for serving")
+    train.add_argument(
+        "--held-out",
+        type=float,
+        default=0.2,
+        help="share of problems held out for model selection (default: 0.2)",
+    )
+    train.add_argument(
+        "--max-tokens",
+        type=int,
+        default=ROUTER_MAX_TOKENS,
+        help="tokens the router reads, cut from the left (default: "
+        f"{ROUTER_MAX_TOKENS}); recorded in router.json for serving",
+    )
     train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--threads", type=int, default=1,
-                       help="torch threads (default 1: faster than 2 on a shared 2-core box)")
+    train.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads (default 1: faster than 2 on a shared 2-core box)",
+    )
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -97,21 +138,31 @@ async def _label(args: argparse.Namespace) -> int:
 
     settings = generation_settings(args)
     config = settings.config(Run("oracle", args.tau, args.score_method))
-    source = ServerSource(args.profile, args.draft_url, args.base_url,
-                          api_key=api_key_of(args))
-    problems = load_problems(args.dataset, question_field=args.question_field,
-                             answer_field=args.answer_field, id_field=args.id_field,
-                             limit=args.limit, seed=args.seed)
+    source = ServerSource(args.profile, args.draft_url, args.base_url, api_key=api_key_of(args))
+    problems = load_problems(
+        args.dataset,
+        question_field=args.question_field,
+        answer_field=args.answer_field,
+        id_field=args.id_field,
+        limit=args.limit,
+        seed=args.seed,
+    )
     name = Path(args.dataset).stem if is_file_dataset(args.dataset) else args.dataset
     out = Path(args.out) if args.out else Path("runs") / f"labels-{name}"
     print(f"label: {len(problems)} problems; labels in {out}", file=sys.stderr, flush=True)
     with source.servers(None) as pair:
         summary = await label_problems(
-            *endpoint_pair(pair.draft_url, pair.base_url, api_key=pair.api_key), problems, out,
+            *endpoint_pair(pair.draft_url, pair.base_url, api_key=pair.api_key),
+            problems,
+            out,
             config=config,
             family=settings.family,
-            score_method=args.score_method, scorer=args.scorer,
-            tau=args.tau, concurrency=args.concurrency, progress=not args.no_progress)
+            score_method=args.score_method,
+            scorer=args.scorer,
+            tau=args.tau,
+            concurrency=args.concurrency,
+            progress=not args.no_progress,
+        )
     print(summary.format())
     return 0
 
@@ -131,17 +182,29 @@ def _train(args: argparse.Namespace) -> int:
     if args.limit is not None:
         if args.limit <= 0:
             raise ConfigError(f"--limit must be a positive integer, got {args.limit}")
-        labels = labels[:args.limit]
-    base_model = Path(fetch(args.base_model)) if args.base_model in CATALOG \
-        else Path(args.base_model)
+        labels = labels[: args.limit]
+    base_model = (
+        Path(fetch(args.base_model)) if args.base_model in CATALOG else Path(args.base_model)
+    )
     if not base_model.is_dir():
-        raise ConfigError(f"--base-model {args.base_model!r} is neither a catalog model nor a "
-                          "folder")
+        raise ConfigError(
+            f"--base-model {args.base_model!r} is neither a catalog model nor a folder"
+        )
     out = Path(args.out) if args.out else router_dir(args.profile)
     report = train_router(
-        labels, out, base_model=base_model, margin=args.margin, epochs=args.epochs,
-        max_steps=args.max_steps, learning_rate=args.learning_rate,
-        batch_size=args.batch_size, held_out=args.held_out, seed=args.seed,
-        max_tokens=args.max_tokens, threads=args.threads, progress=not args.no_progress)
+        labels,
+        out,
+        base_model=base_model,
+        margin=args.margin,
+        epochs=args.epochs,
+        max_steps=args.max_steps,
+        learning_rate=args.learning_rate,
+        batch_size=args.batch_size,
+        held_out=args.held_out,
+        seed=args.seed,
+        max_tokens=args.max_tokens,
+        threads=args.threads,
+        progress=not args.no_progress,
+    )
     print(report.format())
     return 0

@@ -36,8 +36,9 @@ LABELS = "labels.jsonl"
 PROBLEMS = "problems.jsonl"
 
 
-def labelled_steps(problem_id: str, question: str,
-                   steps: Sequence[StepRecord]) -> list[LabelledStep]:
+def labelled_steps(
+    problem_id: str, question: str, steps: Sequence[StepRecord]
+) -> list[LabelledStep]:
     """The judged positions of one oracle trace (positions without a draft are skipped)."""
     out: list[LabelledStep] = []
     for i, record in enumerate(steps):
@@ -45,17 +46,21 @@ def labelled_steps(problem_id: str, question: str,
         if "advantage" not in verdict:
             continue
         draft_text = record["text"] if record["decision"] == "accepted" else record["draft_text"]
-        prefix: list[PrefixStep] = [{"author": s["author"], "text": s["text"]}
-                                    for s in steps[:i]]
-        out.append({
-            "problem_id": problem_id, "step_index": i, "question": question,
-            "prefix": prefix, "draft_step": draft_text or "",
-            "base_step": str(verdict["base_step"]),
-            "draft_score": float(verdict["draft_score"]),
-            "base_score": float(verdict["base_score"]),
-            "advantage": float(verdict["advantage"]),
-            "escalated": record["decision"] == "rewritten",
-        })
+        prefix: list[PrefixStep] = [{"author": s["author"], "text": s["text"]} for s in steps[:i]]
+        out.append(
+            {
+                "problem_id": problem_id,
+                "step_index": i,
+                "question": question,
+                "prefix": prefix,
+                "draft_step": draft_text or "",
+                "base_step": str(verdict["base_step"]),
+                "draft_score": float(verdict["draft_score"]),
+                "base_score": float(verdict["base_score"]),
+                "advantage": float(verdict["advantage"]),
+                "escalated": record["decision"] == "rewritten",
+            }
+        )
     return out
 
 
@@ -72,9 +77,11 @@ class LabelSummary:
     def format(self) -> str:
         """One line for the CLI."""
         share = self.escalated / self.steps if self.steps else 0.0
-        return (f"labelled {self.steps} steps from {self.problems_done} problems "
-                f"({self.problems_skipped} already done); base better at {self.escalated} "
-                f"({share:.0%}); {self.seconds:.0f} s")
+        return (
+            f"labelled {self.steps} steps from {self.problems_done} problems "
+            f"({self.problems_skipped} already done); base better at {self.escalated} "
+            f"({share:.0%}); {self.seconds:.0f} s"
+        )
 
 
 async def label_problems(
@@ -105,22 +112,34 @@ async def label_problems(
     if scorer == "likelihood":
         if not isinstance(base, TokenScorer):
             raise ConfigError("--scorer likelihood needs a vLLM base endpoint")
-        judge = OracleJudge(base, LikelihoodScorer(base, fmt, how=config.logprob_aggregate),
-                            tau=tau)
+        judge = OracleJudge(
+            base, LikelihoodScorer(base, fmt, how=config.logprob_aggregate), tau=tau
+        )
     elif scorer == "score":
-        judge = OracleJudge.scored_by_base(base, fmt, tau=tau, method=score_method,
-                                           top_logprobs=config.judge_top_logprobs)
+        judge = OracleJudge.scored_by_base(
+            base, fmt, tau=tau, method=score_method, top_logprobs=config.judge_top_logprobs
+        )
     else:
         raise ConfigError(f"unknown step scorer {scorer!r}; scorers: score, likelihood")
-    graph = create_specreason_graph(draft, base, judge=judge, config=config, family=fmt,
-                                    name="arbitrage-oracle")
+    graph = create_specreason_graph(
+        draft, base, judge=judge, config=config, family=fmt, name="arbitrage-oracle"
+    )
     done = {str(r["problem_id"]) for r in read_records(out / PROBLEMS)}
     todo = [p for p in problems if p.id not in done]
     steps = escalated = 0
     start = time.perf_counter()
-    with (JsonlAppender(out / LABELS) as labels, JsonlAppender(out / PROBLEMS) as finished,
-          tqdm(total=len(problems), initial=len(problems) - len(todo), desc="label",
-               unit="problem", disable=not progress, dynamic_ncols=True) as bar):
+    with (
+        JsonlAppender(out / LABELS) as labels,
+        JsonlAppender(out / PROBLEMS) as finished,
+        tqdm(
+            total=len(problems),
+            initial=len(problems) - len(todo),
+            desc="label",
+            unit="problem",
+            disable=not progress,
+            dynamic_ncols=True,
+        ) as bar,
+    ):
         gate = asyncio.Semaphore(concurrency)
 
         async def oracle(problem: Problem) -> tuple[Problem, dict[str, Any], float]:
@@ -135,12 +154,19 @@ async def label_problems(
             for row in rows:
                 labels.write(dict(row))
             graded = grade(problem.grader, state.get("answer", ""), problem.gold)
-            finished.write({"problem_id": problem.id, "steps": len(rows),
-                            "escalated": sum(r["escalated"] for r in rows),
-                            "correct": graded.correct, "seconds": seconds})
+            finished.write(
+                {
+                    "problem_id": problem.id,
+                    "steps": len(rows),
+                    "escalated": sum(r["escalated"] for r in rows),
+                    "correct": graded.correct,
+                    "seconds": seconds,
+                }
+            )
             steps += len(rows)
             escalated += sum(r["escalated"] for r in rows)
             bar.set_postfix_str(f"{steps} steps, {escalated} base-better")
             bar.update(1)
-    return LabelSummary(len(todo), len(problems) - len(todo), steps, escalated,
-                        time.perf_counter() - start)
+    return LabelSummary(
+        len(todo), len(problems) - len(todo), steps, escalated, time.perf_counter() - start
+    )

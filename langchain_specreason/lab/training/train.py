@@ -96,6 +96,7 @@ class TrainReport:
 
     def format(self) -> str:
         """A few lines for the terminal."""
+
         def counts(c: dict[str, int]) -> str:
             return f"{c['keep']} keep / {c['escalate']} escalate"
 
@@ -107,35 +108,65 @@ class TrainReport:
             f"steps: {self.steps}, train loss {_fmt(self.first_loss)} -> {_fmt(self.last_loss)}",
         ]
         if self.held_out_examples:
-            lines.append(f"held out: spearman {_fmt(self.spearman)}, accuracy "
-                         f"{_fmt(self.accuracy)}, loss {_fmt(self.eval_loss)}")
+            lines.append(
+                f"held out: spearman {_fmt(self.spearman)}, accuracy "
+                f"{_fmt(self.accuracy)}, loss {_fmt(self.eval_loss)}"
+            )
         lines.append(f"router saved to {self.out}")
         return "\n".join(lines)
 
 
-def train_router(labels: Sequence[LabelledStep], out: Path, *, base_model: Path,
-                 margin: float = 0.0, epochs: int = 3, max_steps: int | None = None,
-                 learning_rate: float = 5e-5, batch_size: int = 8, held_out: float = 0.2,
-                 seed: int = 0, max_tokens: int = ROUTER_MAX_TOKENS, tag_authors: bool = True,
-                 progress: bool = True, threads: int | None = None) -> TrainReport:
+def train_router(
+    labels: Sequence[LabelledStep],
+    out: Path,
+    *,
+    base_model: Path,
+    margin: float = 0.0,
+    epochs: int = 3,
+    max_steps: int | None = None,
+    learning_rate: float = 5e-5,
+    batch_size: int = 8,
+    held_out: float = 0.2,
+    seed: int = 0,
+    max_tokens: int = ROUTER_MAX_TOKENS,
+    tag_authors: bool = True,
+    progress: bool = True,
+    threads: int | None = None,
+) -> TrainReport:
     """Fine-tune ``base_model`` into the router and save it to ``out`` (see the module doc).
 
     ``threads`` caps torch's CPU threads while training (None: torch's default). On a machine
     whose cores are busy with vLLM servers, 1 thread trains several times faster than 2.
     """
-    _check_settings(epochs=epochs, max_steps=max_steps, learning_rate=learning_rate,
-                    batch_size=batch_size, held_out=held_out, max_tokens=max_tokens,
-                    threads=threads)
+    _check_settings(
+        epochs=epochs,
+        max_steps=max_steps,
+        learning_rate=learning_rate,
+        batch_size=batch_size,
+        held_out=held_out,
+        max_tokens=max_tokens,
+        threads=threads,
+    )
     base_model = _check_model_dir(base_model)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"router output {out} is a file; pass a folder")
     plan = _plan(labels, margin, held_out, seed)
     with _torch_threads(threads), _progress_bars(progress):
-        return _train(plan, out, base_model=base_model, margin=margin, epochs=epochs,
-                      max_steps=max_steps, learning_rate=learning_rate, batch_size=batch_size,
-                      seed=seed, max_tokens=max_tokens, tag_authors=tag_authors,
-                      progress=progress)
+        return _train(
+            plan,
+            out,
+            base_model=base_model,
+            margin=margin,
+            epochs=epochs,
+            max_steps=max_steps,
+            learning_rate=learning_rate,
+            batch_size=batch_size,
+            seed=seed,
+            max_tokens=max_tokens,
+            tag_authors=tag_authors,
+            progress=progress,
+        )
 
 
 @dataclass
@@ -165,15 +196,29 @@ def _plan(labels: Sequence[LabelledStep], margin: float, held_out: float, seed: 
     train_idx, held_idx = _split(labels, held_out, seed)
     before = _counts([ys[i] for i in train_idx])
     if min(before.values()) == 0:
-        raise InputError(f"the training split has labels of one class only: {before['keep']} "
-                         f"keep, {before['escalate']} escalate; label more problems or "
-                         "lower --held-out")
+        raise InputError(
+            f"the training split has labels of one class only: {before['keep']} "
+            f"keep, {before['escalate']} escalate; label more problems or "
+            "lower --held-out"
+        )
     return _Plan(labels, ys, _downsample(train_idx, ys, seed), held_idx, all_counts, before)
 
 
-def _train(plan: _Plan, out: Path, *, base_model: Path, margin: float, epochs: int,
-           max_steps: int | None, learning_rate: float, batch_size: int, seed: int,
-           max_tokens: int, tag_authors: bool, progress: bool) -> TrainReport:
+def _train(
+    plan: _Plan,
+    out: Path,
+    *,
+    base_model: Path,
+    margin: float,
+    epochs: int,
+    max_steps: int | None,
+    learning_rate: float,
+    batch_size: int,
+    seed: int,
+    max_tokens: int,
+    tag_authors: bool,
+    progress: bool,
+) -> TrainReport:
     """Fine-tune, evaluate and save; see :func:`train_router`."""
     import torch
     from transformers import (
@@ -189,7 +234,8 @@ def _train(plan: _Plan, out: Path, *, base_model: Path, margin: float, epochs: i
     set_seed(seed)  # the new head's initial weights
     tokenizer = _tokenizer(base_model)
     model = AutoModelForSequenceClassification.from_pretrained(
-        base_model, num_labels=2, id2label=ID2LABEL, label2id=LABEL2ID, dtype=torch.float32)
+        base_model, num_labels=2, id2label=ID2LABEL, label2id=LABEL2ID, dtype=torch.float32
+    )
     model.config.pad_token_id = tokenizer.pad_token_id
     train_set = _encode(tokenizer, plan, plan.train_idx, max_tokens, tag_authors)
     held_set = _encode(tokenizer, plan, plan.held_idx, max_tokens, tag_authors)
@@ -203,55 +249,103 @@ def _train(plan: _Plan, out: Path, *, base_model: Path, margin: float, epochs: i
     evaluate = bool(held_set)
     with tempfile.TemporaryDirectory(prefix="specreason-router-") as tmp:
         args = TrainingArguments(
-            output_dir=tmp, use_cpu=True, report_to=[], seed=seed, data_seed=seed,
-            num_train_epochs=epochs, max_steps=max_steps or -1, learning_rate=learning_rate,
-            per_device_train_batch_size=batch_size, per_device_eval_batch_size=batch_size,
-            logging_strategy="steps", logging_steps=max(1, total // 50), logging_first_step=True,
+            output_dir=tmp,
+            use_cpu=True,
+            report_to=[],
+            seed=seed,
+            data_seed=seed,
+            num_train_epochs=epochs,
+            max_steps=max_steps or -1,
+            learning_rate=learning_rate,
+            per_device_train_batch_size=batch_size,
+            per_device_eval_batch_size=batch_size,
+            logging_strategy="steps",
+            logging_steps=max(1, total // 50),
+            logging_first_step=True,
             eval_strategy="epoch" if evaluate else "no",
             save_strategy="epoch" if evaluate else "no",
-            save_only_model=True, save_total_limit=1, load_best_model_at_end=evaluate,
+            save_only_model=True,
+            save_total_limit=1,
+            load_best_model_at_end=evaluate,
             metric_for_best_model="spearman" if evaluate else None,
             greater_is_better=True if evaluate else None,
-            disable_tqdm=not progress, dataloader_pin_memory=False,
+            disable_tqdm=not progress,
+            dataloader_pin_memory=False,
         )
-        trainer = Trainer(model=model, args=args, train_dataset=train_set,
-                          eval_dataset=held_set if evaluate else None,
-                          data_collator=DataCollatorWithPadding(tokenizer),
-                          processing_class=tokenizer, compute_metrics=compute_metrics)
+        trainer = Trainer(
+            model=model,
+            args=args,
+            train_dataset=train_set,
+            eval_dataset=held_set if evaluate else None,
+            data_collator=DataCollatorWithPadding(tokenizer),
+            processing_class=tokenizer,
+            compute_metrics=compute_metrics,
+        )
         if not progress:
             trainer.remove_callback(PrinterCallback)
         trainer.train()
         final = trainer.evaluate() if evaluate else {}
     losses = [float(e["loss"]) for e in trainer.state.log_history if "loss" in e]
     report = TrainReport(
-        out=out, class_counts=plan.all_counts, train_counts_before=plan.before,
+        out=out,
+        class_counts=plan.all_counts,
+        train_counts_before=plan.before,
         train_counts_after=plan.counts(plan.train_idx),
         held_out_counts=plan.counts(plan.held_idx),
         train_problems=plan.problems(plan.train_idx),
         held_out_problems=plan.problems(plan.held_idx),
-        steps=trainer.state.global_step, first_loss=losses[0] if losses else None,
-        last_loss=losses[-1] if losses else None, spearman=final.get("eval_spearman"),
-        accuracy=final.get("eval_accuracy"), eval_loss=final.get("eval_loss"),
+        steps=trainer.state.global_step,
+        first_loss=losses[0] if losses else None,
+        last_loss=losses[-1] if losses else None,
+        spearman=final.get("eval_spearman"),
+        accuracy=final.get("eval_accuracy"),
+        eval_loss=final.get("eval_loss"),
     )
     report.metrics = {
-        "spearman": report.spearman, "accuracy": report.accuracy, "eval_loss": report.eval_loss,
-        "train_loss_first": report.first_loss, "train_loss_last": report.last_loss,
-        "steps": report.steps, "best_step": _step_of(trainer.state.best_model_checkpoint),
+        "spearman": report.spearman,
+        "accuracy": report.accuracy,
+        "eval_loss": report.eval_loss,
+        "train_loss_first": report.first_loss,
+        "train_loss_last": report.last_loss,
+        "steps": report.steps,
+        "best_step": _step_of(trainer.state.best_model_checkpoint),
     }
-    _save(trainer.model, tokenizer, out, {
-        "max_tokens": max_tokens, "truncation_side": "left", "tag_authors": tag_authors,
-        "margin": margin, "base_model": str(base_model), "metrics": report.metrics,
-        "train_examples": report.train_examples, "held_out_examples": report.held_out_examples,
-        "class_counts": {"all": plan.all_counts, "train_before": plan.before,
-                         "train": report.train_counts_after, "held_out": report.held_out_counts},
-        "id2label": {str(k): v for k, v in ID2LABEL.items()},
-    })
+    _save(
+        trainer.model,
+        tokenizer,
+        out,
+        {
+            "max_tokens": max_tokens,
+            "truncation_side": "left",
+            "tag_authors": tag_authors,
+            "margin": margin,
+            "base_model": str(base_model),
+            "metrics": report.metrics,
+            "train_examples": report.train_examples,
+            "held_out_examples": report.held_out_examples,
+            "class_counts": {
+                "all": plan.all_counts,
+                "train_before": plan.before,
+                "train": report.train_counts_after,
+                "held_out": report.held_out_counts,
+            },
+            "id2label": {str(k): v for k, v in ID2LABEL.items()},
+        },
+    )
     return report
 
 
-def evaluate_loss(model_dir: Path, labels: Sequence[LabelledStep], *, margin: float = 0.0,
-                  max_tokens: int | None = None, tag_authors: bool | None = None,
-                  batch_size: int = 8, seed: int = 0, threads: int | None = None) -> float:
+def evaluate_loss(
+    model_dir: Path,
+    labels: Sequence[LabelledStep],
+    *,
+    margin: float = 0.0,
+    max_tokens: int | None = None,
+    tag_authors: bool | None = None,
+    batch_size: int = 8,
+    seed: int = 0,
+    threads: int | None = None,
+) -> float:
     """Mean cross-entropy of a saved router (or a base model) on ``labels``.
 
     ``max_tokens`` and ``tag_authors`` default to the folder's ``router.json`` when it has
@@ -271,16 +365,18 @@ def evaluate_loss(model_dir: Path, labels: Sequence[LabelledStep], *, margin: fl
     set_seed(seed)
     tokenizer = _tokenizer(model_dir)
     model = AutoModelForSequenceClassification.from_pretrained(
-        model_dir, num_labels=2, id2label=ID2LABEL, label2id=LABEL2ID, dtype=torch.float32)
+        model_dir, num_labels=2, id2label=ID2LABEL, label2id=LABEL2ID, dtype=torch.float32
+    )
     model.config.pad_token_id = tokenizer.pad_token_id
     model.eval()
     total, count = 0.0, 0
     with _torch_threads(threads), torch.inference_mode():
         for start in range(0, len(labels), batch_size):
-            chunk = labels[start:start + batch_size]
+            chunk = labels[start : start + batch_size]
             texts = [_text(step, tag_authors) for step in chunk]
-            enc = tokenizer(texts, truncation=True, max_length=max_tokens, padding=True,
-                            return_tensors="pt")
+            enc = tokenizer(
+                texts, truncation=True, max_length=max_tokens, padding=True, return_tensors="pt"
+            )
             target = torch.tensor([label_of(step, margin) for step in chunk])
             logits = model(**enc).logits
             loss = torch.nn.functional.cross_entropy(logits, target, reduction="sum")
@@ -289,9 +385,16 @@ def evaluate_loss(model_dir: Path, labels: Sequence[LabelledStep], *, margin: fl
     return total / count
 
 
-def _check_settings(*, epochs: int, max_steps: int | None, learning_rate: float,
-                    batch_size: int, held_out: float, max_tokens: int,
-                    threads: int | None) -> None:
+def _check_settings(
+    *,
+    epochs: int,
+    max_steps: int | None,
+    learning_rate: float,
+    batch_size: int,
+    held_out: float,
+    max_tokens: int,
+    threads: int | None,
+) -> None:
     if epochs < 1:
         raise ConfigError(f"epochs must be at least 1, got {epochs}")
     if max_steps is not None and max_steps < 1:
@@ -342,8 +445,10 @@ def _torch_threads(threads: int | None) -> Iterator[None]:
 def _check_model_dir(path: Path) -> Path:
     path = Path(path)
     if not (path / "config.json").is_file():
-        raise ConfigError(f"{path} is not a Hugging Face model folder (no config.json); "
-                          "fetch the base model first (`specreason models fetch`)")
+        raise ConfigError(
+            f"{path} is not a Hugging Face model folder (no config.json); "
+            "fetch the base model first (`specreason models fetch`)"
+        )
     return path
 
 
@@ -351,17 +456,20 @@ def _check_two_classes(counts: dict[str, int], margin: float) -> None:
     if not sum(counts.values()):
         raise InputError("no labelled steps to train on; label some problems first")
     if min(counts.values()) == 0:
-        raise InputError(f"labels of one class only: {counts['keep']} keep, "
-                         f"{counts['escalate']} escalate (margin {margin:g}); label more "
-                         "problems or change --margin")
+        raise InputError(
+            f"labels of one class only: {counts['keep']} keep, "
+            f"{counts['escalate']} escalate (margin {margin:g}); label more "
+            "problems or change --margin"
+        )
 
 
 def _counts(ys: Sequence[int]) -> dict[str, int]:
     return {"keep": sum(1 for y in ys if y == 0), "escalate": sum(1 for y in ys if y == 1)}
 
 
-def _split(labels: Sequence[LabelledStep], held_out: float,
-           seed: int) -> tuple[list[int], list[int]]:
+def _split(
+    labels: Sequence[LabelledStep], held_out: float, seed: int
+) -> tuple[list[int], list[int]]:
     """Indices of the training and held-out steps: whole problems when there are several."""
     problems = sorted({str(step["problem_id"]) for step in labels})
     units: list[str] | list[int] = problems if len(problems) >= 2 else list(range(len(labels)))
@@ -397,8 +505,9 @@ def _tokenizer(model_dir: Path) -> Any:
 
 
 def _text(step: LabelledStep, tag_authors: bool) -> str:
-    return router_text(step["question"], step["prefix"], step["draft_step"],
-                       tag_authors=tag_authors)
+    return router_text(
+        step["question"], step["prefix"], step["draft_step"], tag_authors=tag_authors
+    )
 
 
 class _Examples:
@@ -414,15 +523,22 @@ class _Examples:
         return self.rows[i]
 
 
-def _encode(tokenizer: Any, plan: _Plan, indices: list[int], max_tokens: int,
-            tag_authors: bool) -> _Examples:
+def _encode(
+    tokenizer: Any, plan: _Plan, indices: list[int], max_tokens: int, tag_authors: bool
+) -> _Examples:
     if not indices:
         return _Examples([])
-    enc = tokenizer([_text(plan.labels[i], tag_authors) for i in indices], truncation=True,
-                    max_length=max_tokens)
-    return _Examples([{"input_ids": ids, "attention_mask": mask, "labels": plan.ys[i]}
-                      for ids, mask, i in zip(enc["input_ids"], enc["attention_mask"], indices,
-                                              strict=True)])
+    enc = tokenizer(
+        [_text(plan.labels[i], tag_authors) for i in indices],
+        truncation=True,
+        max_length=max_tokens,
+    )
+    return _Examples(
+        [
+            {"input_ids": ids, "attention_mask": mask, "labels": plan.ys[i]}
+            for ids, mask, i in zip(enc["input_ids"], enc["attention_mask"], indices, strict=True)
+        ]
+    )
 
 
 def _metrics(logits: Any, label_ids: Any, advantages: Sequence[float]) -> dict[str, float]:
