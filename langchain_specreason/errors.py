@@ -22,11 +22,22 @@ class InputError(SpecReasonError, ValueError):
 class EndpointError(SpecReasonError):
     """A server call failed after bounded retries. Names the endpoint and its URL."""
 
-    def __init__(self, endpoint: str, url: str, reason: str) -> None:
+    def __init__(self, endpoint: str, url: str, reason: str, status: int | None = None) -> None:
         self.endpoint = endpoint
         self.url = url
         self.reason = reason
+        self.status = status
+        """The HTTP status the server answered with (``None``: no answer, or a malformed one)."""
         super().__init__(f"{endpoint} endpoint at {url}: {reason}")
+
+    @property
+    def refused(self) -> bool:
+        """The server refused the request as configured (a mistake to fix, not an outage).
+
+        A rejected key (401, 403) or an unknown model or route (404): retrying or falling back
+        would hide it.
+        """
+        return self.status in (401, 403, 404)
 
 
 class DeadlineError(SpecReasonError, TimeoutError):

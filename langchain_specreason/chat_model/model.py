@@ -756,7 +756,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         wall = time.perf_counter() - start
         self._learn_window(
             [
-                await e.max_model_len()  # asked by the run already: cached
+                await _known_window(e)
                 for e in (self.endpoint("draft"), self.endpoint("base"))
                 if isinstance(e, WindowedEndpoint)
             ]
@@ -907,3 +907,14 @@ async def _until(deadline: float | None, stream: AsyncIterator[T]) -> AsyncItera
         close = getattr(items, "aclose", None)
         if close is not None:
             await close()
+
+
+async def _known_window(endpoint: WindowedEndpoint) -> int | None:
+    """The window the run already asked for (cached); ``None`` for a server that is down.
+
+    A draft down since the start: the base model answered alone, nothing is lost.
+    """
+    try:
+        return await endpoint.max_model_len()
+    except EndpointError:
+        return None

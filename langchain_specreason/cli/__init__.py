@@ -136,11 +136,14 @@ def _add_tool(sub: Any, name: str, module: str, what: str) -> None:
     try:
         importlib.import_module(module).add_parser(sub)
     except ModuleNotFoundError as exc:
-        error = missing_extra(f"`specreason {name}`", exc)
+        error = missing_extra(f"`specreason {name}`", exc, name)
         if error is None:
             raise
         stand_in = sub.add_parser(
-            name, help=f"{what} (needs the [{error.extra}] extra)", add_help=False
+            name,
+            help=f"{what} (needs the [{error.extra}] extra)",
+            add_help=False,
+            prefix_chars="\x00",  # every word, --help included, is the stand-in's to swallow
         )
         stand_in.add_argument("rest", nargs=argparse.REMAINDER)
         stand_in.set_defaults(missing_extra=error)
@@ -162,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise args.missing_extra
         return _dispatch(args)
     except ModuleNotFoundError as exc:
-        error = missing_extra(f"`specreason {args.command}`", exc)
+        error = missing_extra(f"`specreason {args.command}`", exc, args.command)
         if error is None:
             raise
         print(f"error: {error}", file=sys.stderr)

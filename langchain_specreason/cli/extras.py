@@ -28,10 +28,27 @@ EXTRA_OF_MODULE: dict[str, str] = {
 """Top-level module -> the extra that installs it."""
 
 
-def missing_extra(what: str, exc: ModuleNotFoundError) -> MissingExtraError | None:
-    """The typed error for ``exc`` when an extra provides its module (else ``None``)."""
+COMMAND_EXTRA: dict[str, str] = {
+    "models": "cpu",
+    "serve": "serve",
+    "demo": "cpu",
+    "bench": "bench",
+    "label": "bench",
+    "arbitrage": "arbitrage",
+}
+"""The extra that installs everything a subcommand needs (it includes smaller ones)."""
+
+
+def missing_extra(
+    what: str, exc: ModuleNotFoundError, command: str | None = None
+) -> MissingExtraError | None:
+    """The typed error for ``exc`` when an extra provides its module (else ``None``).
+
+    With ``command``, the extra named is the command's own (``bench`` for ``specreason
+    bench``, even when the first module missing is one of ``serve``'s).
+    """
     name = exc.name or ""
     for module, extra in EXTRA_OF_MODULE.items():
         if name == module or name.startswith(module + "."):
-            return MissingExtraError(what, extra, name)
+            return MissingExtraError(what, COMMAND_EXTRA.get(command or "", extra), name)
     return None

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import json
 import time
 import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -393,7 +394,10 @@ class OpenAIEndpoint:
                     f"{_message(exc)}",
                 ) from exc
             raise EndpointError(
-                self.name, self.base_url, f"HTTP {exc.status_code}: {_message(exc)}"
+                self.name,
+                self.base_url,
+                f"HTTP {exc.status_code}: {_message(exc)}",
+                status=exc.status_code,
             ) from exc
         except (openai.APIConnectionError, openai.APITimeoutError) as exc:
             what = "timed out" if isinstance(exc, openai.APITimeoutError) else "unreachable"
@@ -402,6 +406,10 @@ class OpenAIEndpoint:
                 self.base_url,
                 f"{what} after {self.max_retries + 1} attempts ({type(exc).__name__}); "
                 f"is the server running?",
+            ) from exc
+        except json.JSONDecodeError as exc:  # status 200 with a body that is not JSON
+            raise EndpointError(
+                self.name, self.base_url, f"malformed reply: not valid JSON ({exc.msg})"
             ) from exc
         except RetryError as exc:  # pragma: no cover - reraise=True makes this unreachable
             raise EndpointError(self.name, self.base_url, str(exc)) from exc
@@ -496,13 +504,24 @@ class OpenAIEndpoint:
         """Run ``request`` and return the whole completion."""
         kwargs = await self._kwargs(request)
         start = time.perf_counter()
-        resp = await self._call(self.client.chat.completions.create, **kwargs)
+        resp = self._completion(await self._call(self.client.chat.completions.create, **kwargs))
         seconds = time.perf_counter() - start
         if not resp.choices:
             raise EndpointError(self.name, self.base_url, "the server returned no choice")
         out = _choice(resp.choices[0], request, seconds)
         _add_usage(out, resp.usage)
         return out
+
+    def _completion(self, resp: Any) -> Any:
+        """``resp`` when it is a chat completion; an HTML page or text is a typed error."""
+        if not hasattr(resp, "choices"):
+            raise EndpointError(
+                self.name,
+                self.base_url,
+                f"malformed reply: not a chat completion ({type(resp).__name__} "
+                f"{str(resp)[:60]!r})",
+            )
+        return resp
 
     async def sample(self, request: ChatRequest, n: int) -> list[Completion]:
         """``n`` completions of ``request`` in one call (the server batches them).
@@ -513,7 +532,9 @@ class OpenAIEndpoint:
             raise ConfigError(f"n must be at least 1, got {n}")
         kwargs = await self._kwargs(request)
         start = time.perf_counter()
-        resp = await self._call(self.client.chat.completions.create, n=n, **kwargs)
+        resp = self._completion(
+            await self._call(self.client.chat.completions.create, n=n, **kwargs)
+        )
         seconds = time.perf_counter() - start
         if len(resp.choices) != n:
             raise EndpointError(
@@ -753,7 +774,7 @@ class OpenAIEndpoint:
                     if choice.finish_reason:
                         final.finish_reason = choice.finish_reason
                         final.stop_reason = (choice.model_extra or {}).get("stop_reason")
-        except (openai.APIError, httpx.HTTPError) as exc:  # the SDK does not wrap these here
+        except (openai.APIError, httpx.HTTPError, json.JSONDecodeError) as exc:  # not wrapped
             raise EndpointError(
                 self.name, self.base_url, f"stream broke off ({type(exc).__name__}: {exc})"
             ) from exc

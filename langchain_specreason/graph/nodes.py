@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import dataclasses
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -181,6 +182,11 @@ async def draft(state: SpecReasonState, config: RunnableConfig, *, parts: Parts)
         except EndpointError as exc:  # the base model alone can always finish the run
             if isinstance(exc, ContextLengthError):
                 raise  # the prompt itself is too long: the base cannot take it either
+            if exc.refused:
+                raise  # a rejected key or an unknown model is a mistake to fix, not an outage
+            warnings.warn(
+                f"{exc}; the base model writes the remaining steps", UserWarning, stacklevel=1
+            )
             get_stream_writer()(
                 Fallback(type="fallback", step=index, endpoint=parts.draft.name, reason=str(exc))
             )

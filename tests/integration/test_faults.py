@@ -149,6 +149,19 @@ async def test_a_killed_draft_server_hands_the_rest_of_the_run_to_the_base_model
         own.proc.wait(timeout=60)
 
 
+async def test_a_draft_down_from_the_start_still_answers_with_the_base_model(pair):
+    # nothing listens on port 9: the draft is unreachable before the first step
+    _, base_url = pair
+    dead = "http://127.0.0.1:9/v1"
+    llm = model(dead, base_url, max_retries=0, connect_timeout=2)
+    with pytest.warns(UserWarning, match="draft endpoint .* unreachable"):
+        reply = await asyncio.wait_for(llm.ainvoke(QUESTION), timeout=300)
+    stats = reply.response_metadata["specreason"]
+    assert stats["draft_down"].startswith(f"draft endpoint at {dead}: ")
+    assert stats["steps_accepted"] == 0 and stats["steps_base"] >= 1
+    assert reply.content.strip()
+
+
 CLIENT = textwrap.dedent("""
     import asyncio, json, sys
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver

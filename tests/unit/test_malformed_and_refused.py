@@ -1,0 +1,96 @@
+"""Malformed replies and refused requests: typed errors, and a fallback only for outages."""
+
+from __future__ import annotations
+
+import httpx2
+import pytest
+
+from langchain_specreason import SpecReasonConfig
+from langchain_specreason.endpoint import ChatRequest, OpenAIEndpoint
+from langchain_specreason.errors import EndpointError
+from langchain_specreason.graph import create_specreason_graph
+
+from .fakes import ScriptedEndpoint, is_judge, partial_of, score, step
+
+MODELS = {"object": "list", "data": [{"id": "m", "object": "model", "max_model_len": 4096}]}
+REQUEST = ChatRequest([{"role": "user", "content": "hi"}], 5)
+QUESTION = {"messages": [("user", "What is 2+2?")]}
+
+
+def endpoint(reply: httpx2.Response, name: str = "base") -> OpenAIEndpoint:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        if request.url.path.endswith("/models"):
+            return httpx2.Response(200, json=MODELS)
+        return reply
+
+    return OpenAIEndpoint(
+        "http://t/v1", name=name, transport=httpx2.MockTransport(handler), max_retries=0
+    )
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        (
+            httpx2.Response(200, text="<html>proxy</html>", headers={"content-type": "text/html"}),
+            "not a chat completion",
+        ),
+        (
+            httpx2.Response(
+                200,
+                content=b'{"id": "x", "choices": [',
+                headers={"content-type": "application/json"},
+            ),
+            "not valid JSON",
+        ),
+    ],
+    ids=["html-200", "truncated-json-200"],
+)
+async def test_a_malformed_reply_is_a_typed_error_naming_the_endpoint(reply, reason):
+    with pytest.raises(
+        EndpointError,
+        match=rf"base endpoint at http://t/v1: malformed reply: "
+        rf"{reason}",
+    ):
+        await endpoint(reply).complete(REQUEST)
+
+
+async def test_bad_json_inside_the_event_stream_is_a_typed_error():
+    body = b'data: {"id": "x", "object": "chat.completion.chunk", "choices": [\n\n'
+    reply = httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
+    with pytest.raises(EndpointError, match="base endpoint at http://t/v1: stream broke off"):
+        async for _ in endpoint(reply).stream(REQUEST):
+            pass
+
+
+def base_handler(req: ChatRequest):
+    if is_judge(req):
+        return score("9")
+    index = partial_of(req).count("\n\n")
+    return step(f"B{index}.", 5, end=index == 1)
+
+
+async def test_a_refused_draft_request_is_an_error_not_a_silent_fallback():
+    # a misnamed draft model: HTTP 404 from the draft server
+    refused = httpx2.Response(404, json={"error": {"message": "The model `nope` does not exist."}})
+    graph = create_specreason_graph(
+        endpoint(refused, "draft"),
+        ScriptedEndpoint("base", base_handler),
+        config=SpecReasonConfig(judge="score", lookahead=False),
+    )
+    with pytest.raises(EndpointError, match=r"draft endpoint .*HTTP 404: The model `nope`") as err:
+        await graph.ainvoke(QUESTION)
+    assert err.value.refused and err.value.status == 404
+
+
+async def test_a_malformed_draft_reply_falls_back_to_the_base_model_with_a_warning():
+    html = httpx2.Response(200, text="<html>proxy</html>", headers={"content-type": "text/html"})
+    graph = create_specreason_graph(
+        endpoint(html, "draft"),
+        ScriptedEndpoint("base", base_handler),
+        config=SpecReasonConfig(judge="score", lookahead=False),
+    )
+    with pytest.warns(UserWarning, match="malformed reply.*the base model writes"):
+        out = await graph.ainvoke(QUESTION)
+    assert out["draft_down"].startswith("draft endpoint at http://t/v1: malformed reply")
+    assert [s["author"] for s in out["steps"]] == ["base", "base"]
