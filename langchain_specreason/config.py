@@ -30,6 +30,9 @@ JUDGES: dict[str, str] = {
     "threshold: `confidence_threshold` (<= 0)",
     "arithmetic": "recomputes each `expression = number` the step writes (no call); "
     "rejects a wrong result",
+    "learned": "a logistic regression fitted on rollout labels over the base model's and the "
+    "draft's log-probabilities of the step and the arithmetic check (one base call); "
+    "threshold: `learned_threshold` (P(harmless), 0-1)",
 }
 """The judges known by name. ``a+b`` composes them: every part but the last is a cheap check
 whose rejection is final; the last decides the rest (``arithmetic+likelihood``)."""
@@ -38,6 +41,7 @@ THRESHOLD_FIELDS: dict[str, str] = {
     "score": "threshold",
     "likelihood": "likelihood_threshold",
     "confidence": "confidence_threshold",
+    "learned": "learned_threshold",
 }
 """The setting that holds each judge's threshold (``arithmetic`` has none)."""
 
@@ -104,6 +108,11 @@ class SpecReasonConfig(BaseModel):
     """``likelihood`` and ``confidence``: ``mean`` of the step's token log-probabilities,
     ``min`` (the least likely token), or ``math`` (the least likely token holding a digit or an
     operator; a step without any is read as ``min``: no step passes for having no digit)."""
+    learned_threshold: float = Field(0.5, ge=0, le=1)
+    """``learned`` judge: keep a draft step when the model's P(harmless) is at least this."""
+    learned_weights: str | None = None
+    """``learned`` judge: a JSON file of fitted weights (``summary.json`` of ``specreason bench
+    judges --labels --fit-on``, or its ``learned_weights``); required by that judge."""
     budget: int = Field(8192, gt=0)
     """Token budget: the trace stops once it holds this many tokens."""
     step_max_tokens: int = Field(512, gt=0)

@@ -9,6 +9,7 @@ from ..formats import PromptFormat
 from .arithmetic import ArithmeticJudge
 from .base import Judge
 from .cascade import CascadeJudge
+from .learned import LearnedJudge, LogisticModel
 from .likelihood import ConfidenceJudge, LikelihoodJudge
 from .score import BaseModelJudge
 
@@ -36,6 +37,19 @@ def _one(
         )
     if name == "confidence":
         return ConfidenceJudge(threshold=config.confidence_threshold, how=config.logprob_aggregate)
+    if name == "learned":
+        if not isinstance(base, TokenScorer):
+            raise ConfigError(
+                "the learned judge needs a base endpoint that tokenizes and returns prompt "
+                "logprobs (an OpenAIEndpoint on a vLLM server)"
+            )
+        if not config.learned_weights:
+            raise ConfigError(
+                "the learned judge needs learned_weights: a JSON file of fitted weights "
+                "(`specreason bench judges --labels HELDOUT --fit-on DEV` writes them)"
+            )
+        model = LogisticModel.load(config.learned_weights)
+        return LearnedJudge(base, fmt, model, threshold=config.learned_threshold)
     return ArithmeticJudge()
 
 

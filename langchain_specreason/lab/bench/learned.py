@@ -1,4 +1,4 @@
-"""A learned judge: logistic regression over the readings that one base call gives.
+"""Fitting the ``learned`` judge (:mod:`~langchain_specreason.judges.learned`) on labels.
 
 Features (all from one ``likelihood`` call on the base server, the draft's own logprobs that
 come with the draft step, and the arithmetic check; no 0-9 score call): the base model's mean,
@@ -14,49 +14,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
-FEATURES: tuple[str, ...] = (
-    "likelihood (mean)",
-    "likelihood (min)",
-    "likelihood (math)",
-    "confidence (mean)",
-    "confidence (min)",
-    "confidence (math)",
-    "disagreement (base mean - draft mean)",
-    "arithmetic",
-)
-"""Report readings the model reads, in order."""
-
-
-@dataclass(frozen=True)
-class LogisticModel:
-    """``P(harmless) = sigmoid(bias + sum(w * (x - mean) / scale))``."""
-
-    names: tuple[str, ...]
-    means: tuple[float, ...]
-    scales: tuple[float, ...]
-    weights: tuple[float, ...]
-    bias: float
-
-    def predict(self, x: Sequence[float]) -> float:
-        """P(harmless) of one feature vector."""
-        z = self.bias + math.fsum(
-            w * max(-6.0, min(6.0, (v - m) / s))
-            for w, v, m, s in zip(self.weights, x, self.means, self.scales, strict=True)
-        )
-        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain values (summary.json, a config file)."""
-        return {
-            "names": list(self.names),
-            "means": list(self.means),
-            "scales": list(self.scales),
-            "weights": list(self.weights),
-            "bias": self.bias,
-        }
+from ...judges.learned import FEATURES, LogisticModel
 
 
 def example_features(

@@ -148,14 +148,14 @@ def failed_stats(wall_s: float) -> SpecReasonStats:
     return SpecReasonStats.from_state({}, wall_s=wall_s)
 
 
-def make_judge(
+def mode_judge(
     run: Run,
     base: Endpoint,
     router: OpenAIEndpoint | LocalClassifier | None,
     settings: BenchSettings,
     router_folder: Path | None = None,
 ) -> Judge | None:
-    """The judge of a graph run (``None``: the graph's default, SpecReason's base judge)."""
+    """The judge of the arbitrage and oracle modes (``None``: the config's, via make_judge)."""
     from ...arbitrage.oracle import OracleJudge
     from ...arbitrage.router import RouterJudge
 
@@ -213,7 +213,7 @@ class Solver:
                 base,
                 config=self.config,
                 family=settings.family,
-                judge=make_judge(run, base, router, settings, router_folder),
+                judge=mode_judge(run, base, router, settings, router_folder),
             )
             if run.mode in GRAPH_MODES
             else None

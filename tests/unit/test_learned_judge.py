@@ -1,0 +1,157 @@
+"""The learned judge and its fitting: decision rule, weights file, features, labels reader."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from langchain_specreason import SpecReasonConfig, make_judge
+from langchain_specreason.errors import ConfigError, InputError
+from langchain_specreason.judges.learned import FEATURES, LearnedJudge, LogisticModel, readings
+from langchain_specreason.lab.bench.labelreport import choose_threshold, summarise_labels
+from langchain_specreason.lab.bench.learned import fit_logistic
+from langchain_specreason.lab.labels.labelfile import load_labelled_steps
+
+from .fakes import ScriptedEndpoint, step
+from .test_judges import FMT, FakeScorerServer, ctx
+
+
+def model(weight: float = 1.0) -> LogisticModel:
+    # P(harmless) rises with the base model's least-math log-probability
+    return LogisticModel(("likelihood (math)",), (0.0,), (1.0,), (weight,), 2.0)
+
+
+def test_logistic_model_predicts_and_round_trips(tmp_path):
+    m = model()
+    assert m.predict([-2.0]) == pytest.approx(0.5)
+    assert m.predict([0.0]) > 0.8 > 0.2 > m.predict([-5.0])
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps({"learned_weights": m.as_dict()}))
+    assert LogisticModel.load(path) == m
+    path.write_text(
+        json.dumps({"names": ["nope"], "means": [0], "scales": [1], "weights": [1], "bias": 0})
+    )
+    with pytest.raises(ConfigError, match="names must be among"):
+        LogisticModel.load(path)
+
+
+def test_fit_separates_a_separable_reading():
+    xs = [[-0.1], [-0.3], [-0.2], [-4.0], [-5.0], [-3.5]]
+    ys = [True, True, True, False, False, False]
+    fitted = fit_logistic(xs, ys, names=["likelihood (math)"])
+    assert all(fitted.predict(x) > 0.5 for x, y in zip(xs, ys, strict=True) if y)
+    assert all(fitted.predict(x) < 0.5 for x, y in zip(xs, ys, strict=True) if not y)
+    with pytest.raises(ValueError, match="names"):
+        fit_logistic(xs, ys, names=["a", "b"])
+
+
+def test_readings_cover_every_feature_and_judge_words_too():
+    lik = {"mean_logprob": -0.4, "min_logprob": -6.0, "math_logprob": -6.0}
+    values = readings(lik, [-0.1, -0.3], ["forty", " eggs"], "forty eggs\n\n")
+    assert set(values) == set(FEATURES)
+    assert values["disagreement (base mean - draft mean)"] == pytest.approx(-0.4 - (-0.2))
+    assert values["arithmetic"] == 0.5  # no equation: unsure
+    assert values["confidence (math)"] == pytest.approx(-0.3)  # no digit: the least likely word
+
+
+async def test_learned_judge_rejects_an_unlikely_step_with_one_base_call():
+    server = FakeScorerServer(low="7")
+    judge = LearnedJudge(server, FMT, model(), threshold=0.5)
+    good = await judge.judge(ctx("48/2 = 24\n\n", logprobs=[-0.1] * 3))
+    bad = await judge.judge(ctx("48/2 = 27\n\n", logprobs=[-0.1] * 3))
+    assert good.accept and not bad.accept
+    assert 0 <= bad.score < 0.5 <= good.score <= 1
+    assert len(server.calls) == 2  # one prompt-logprobs call a step
+
+
+def test_make_judge_builds_the_learned_judge_from_a_weights_file(tmp_path):
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(model().as_dict()))
+    draft = ScriptedEndpoint("draft", lambda r: step("x"))
+    cfg = SpecReasonConfig(
+        judge="arithmetic+learned", learned_weights=str(path), learned_threshold=0.7
+    )
+    cascade = make_judge(cfg, draft, FakeScorerServer(), FMT)  # type: ignore[arg-type]
+    assert isinstance(cascade.judge_, LearnedJudge) and cascade.judge_.threshold == 0.7
+    with pytest.raises(ConfigError, match="needs learned_weights"):
+        make_judge(SpecReasonConfig(judge="learned"), draft, FakeScorerServer(), FMT)  # type: ignore[arg-type]
+
+
+def test_labels_file_reader_rejects_malformed_lines(tmp_path):
+    good = {
+        "question": "q",
+        "steps": ["a\n\n"],
+        "step": "b\n\n",
+        "harmful": True,
+        "advantage": 0.75,
+        "problem_id": "p",
+        "step_index": 1,
+    }
+    path = tmp_path / "labels.jsonl"
+    path.write_text(json.dumps(good) + "\n")
+    [example] = load_labelled_steps(path)
+    assert (example.kind, example.wrong, example.advantage) == ("harmful", True, 0.75)
+    for bad, message in [
+        ({**good, "harmful": "yes"}, "harmful must be true or false"),
+        ({**good, "steps": "a"}, "steps must be a list of strings"),
+        ({k: v for k, v in good.items() if k != "step"}, "missing field 'step'"),
+        ({**good, "advantage": "high"}, "advantage must be a number"),
+    ]:
+        path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+        with pytest.raises(InputError, match=rf"labels.jsonl, line 2: .*{message}"):
+            load_labelled_steps(path)
+    path.write_text("{not json\n")
+    with pytest.raises(InputError, match="line 1: not valid JSON"):
+        load_labelled_steps(path)
+
+
+def result(measure: str, example: str, harmful: bool, scores: dict[str, float]) -> dict:
+    return {
+        "measure": measure,
+        "example": example,
+        "problem_id": example,
+        "kind": "harmful" if harmful else "harmless",
+        "scores": scores,
+        "seconds": 0.5,
+        "prompt_tokens": 100,
+        "cached_tokens": 80,
+        "prefilled_tokens": 20,
+    }
+
+
+def labelled_results(shift: float = 0.0) -> list[dict]:
+    rows = []
+    for i in range(12):
+        harmful = i % 3 == 0
+        base = (-4.0 if harmful else -0.5) + shift + 0.01 * i
+        rows.append(
+            result("likelihood", f"e{i}", harmful, {"mean": base / 4, "min": base, "math": base})
+        )
+        rows.append(
+            result("confidence", f"e{i}", harmful, {"mean": -0.2, "min": -1.0, "math": -1.0})
+        )
+        rows.append(result("arithmetic", f"e{i}", harmful, {"verdict": 0.5}))
+    return rows
+
+
+def test_choose_threshold_keeps_the_share_of_harmless_steps():
+    harmless = [-0.1, -0.2, -0.3, -0.4, -0.5, -0.6, -0.7, -0.8, -0.9, -1.0]
+    assert choose_threshold(harmless, [-3.0], keep=0.9) == -0.9
+    assert choose_threshold(harmless, [-3.0], keep=1.0) == -1.0
+
+
+def test_label_summary_reports_each_reading_with_dev_chosen_thresholds():
+    dev, held = labelled_results(), labelled_results(shift=-0.05)
+    summary = summarise_labels(held, dev)
+    judges = summary["judges"]
+    assert {"likelihood", "arithmetic+likelihood", "disagreement", "learned"} <= set(judges)
+    row = judges["likelihood"]
+    assert row["n"] == 12 and row["harmful"] == 4 and row["auroc"] == 1.0
+    assert 0 <= row["kept_harmless"] <= 1 and row["rejected_harmful"] == 1.0
+    assert judges["learned"]["auroc"] == 1.0
+    assert summary["fit_on_dev"] and summary["learned_weights"]["names"]
+    # without dev labels: the library's default thresholds, no learned reading
+    plain = summarise_labels(held)
+    assert "learned" not in plain["judges"]
+    assert plain["judges"]["likelihood"]["threshold"] == SpecReasonConfig().likelihood_threshold
