@@ -90,20 +90,22 @@ async def test_one_line_per_run_and_problem(tmp_path):
     draft, base = make_endpoints()
     assert await bench(tmp_path, PROBLEMS, (draft, base)) == 6
     records = read_records(tmp_path / RESULTS)
+    # problem-major, the run order rotated per problem (interleaved timing)
     assert [(r["mode"], r["problem_id"]) for r in records] == [
         ("base", "p1"),
-        ("base", "p2"),
-        ("base", "p3"),
         ("specreason", "p1"),
         ("specreason", "p2"),
+        ("base", "p2"),
+        ("base", "p3"),
         ("specreason", "p3"),
     ]
     for record in records:
         assert REQUIRED <= set(record)
         assert record["correct"] is True and record["prediction"] == record["gold"]
         assert record["latency_s"] > 0 and record["overhead_s"] >= 0
-    spec = records[3]
+    spec = records[1]
     assert (spec["threshold"], spec["score_method"]) == (7.0, "greedy")
+    assert spec["config"]["judge"] == spec["judge"] and spec["config"]["threshold"] == 7.0
     assert (spec["steps_drafted"], spec["steps_accepted"], spec["judge_calls"]) == (1, 1, 1)
     assert spec["judge_prompt_tokens"] == 100 and spec["judge_cached_tokens"] == 64
     assert spec["steps"] == [{"decision": "accepted", "score": 9.0}]  # each step's verdict
@@ -112,7 +114,36 @@ async def test_one_line_per_run_and_problem(tmp_path):
     # the same prompt and budget for both: base alone got budget + answer cap tokens
     assert base.generation_calls()[0].max_tokens == 64 + 16
     assert base.generation_calls()[0].seed == 0
-    assert [r["problems"] for r in read_records(tmp_path / RUNS)] == [3, 3]
+    runs = read_records(tmp_path / RUNS)
+    assert [r["problems"] for r in runs] == [3, 3]
+    [with_0], [with_1] = runs[0]["interleaved_with"], runs[1]["interleaved_with"]
+    assert with_0.startswith("specreason") and with_1 == "base"
+    assert runs[1]["config"]["judge"] == spec["config"]["judge"]
+
+
+def test_interleaving_rotates_the_run_order_and_resumes_in_place():
+    from langchain_specreason.lab.bench.modes import Run
+    from langchain_specreason.lab.bench.runner import interleaved
+
+    a, b, c = Run("base"), Run("sd"), Run("specreason", 7.0, "greedy")
+    problems = PROBLEMS
+    order = [(p.id, r.mode) for p, r in interleaved([a, b, c], problems, set())]
+    assert order == [
+        ("p1", "base"),
+        ("p1", "sd"),
+        ("p1", "specreason"),
+        ("p2", "sd"),
+        ("p2", "specreason"),
+        ("p2", "base"),
+        ("p3", "specreason"),
+        ("p3", "base"),
+        ("p3", "sd"),
+    ]
+    done = {a.key("p1"), b.key("p1"), c.key("p2")}
+    rest = [(p.id, r.mode) for p, r in interleaved([a, b, c], problems, done)]
+    assert rest == [
+        o for o in order if o not in {("p1", "base"), ("p1", "sd"), ("p2", "specreason")}
+    ]
 
 
 async def test_resume_skips_finished_problems(tmp_path):

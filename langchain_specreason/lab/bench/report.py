@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from .modes import Run
+from .modes import DEFAULT_SD_VARIANT, Run
 from .results import META, RESULTS, read_records
+from .stats import mcnemar, paired_ratio, wilson
 
 SUMMARY_MD = "summary.md"
 SUMMARY_JSON = "summary.json"
@@ -377,6 +378,93 @@ def write_plots(rows: Sequence[Row], out: Path, dataset: str) -> list[Path]:
     return [accuracy, split]
 
 
+def paired(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per run: accuracy with its 95% interval, and paired comparisons with base and sd.
+
+    Against ``base`` and ``sd``, on the problems both answered: the speed-up (their latency
+    over this run's) with a paired bootstrap 95% interval, and the accuracy difference with
+    McNemar's exact p.
+    """
+    by_run: dict[Run, dict[str, dict[str, Any]]] = {}
+    for record in results:
+        by_run.setdefault(Run.of(record), {})[str(record["problem_id"])] = record
+    refs = {
+        "base": by_run.get(Run("base")),
+        "sd": by_run.get(Run("sd", variant=DEFAULT_SD_VARIANT)),
+    }
+    out = []
+    for run in sorted(by_run, key=Run.sort_key):
+        mine = by_run[run]
+        k = sum(bool(r["correct"]) for r in mine.values())
+        low, high = wilson(k, len(mine))
+        row: dict[str, Any] = {
+            "run": run.label,
+            "problems": len(mine),
+            "correct": k,
+            "accuracy": k / len(mine),
+            "accuracy_95": [low, high],
+        }
+        for name, ref in refs.items():
+            if ref is None or ref is mine:
+                continue
+            common = sorted(set(mine) & set(ref))
+            if not common:
+                continue
+            ratio = paired_ratio(
+                [float(mine[p]["latency_s"]) for p in common],
+                [float(ref[p]["latency_s"]) for p in common],
+            )
+            only_me, only_ref, p = mcnemar(
+                [bool(mine[q]["correct"]) for q in common],
+                [bool(ref[q]["correct"]) for q in common],
+            )
+            row[f"vs_{name}"] = {
+                "problems": len(common),
+                "speedup": ratio.ratio,
+                "speedup_95": [ratio.low, ratio.high],
+                "right_only_here": only_me,
+                f"right_only_{name}": only_ref,
+                "mcnemar_p": p,
+            }
+        out.append(row)
+    return out
+
+
+def paired_markdown(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> str:
+    """The paired table; says so when the results span several sessions."""
+    lines = ["", "## Paired comparisons (95% intervals)", ""]
+    sessions = len(meta.get("sessions") or [])
+    if sessions > 1:
+        lines += [
+            f"**These results come from {sessions} sessions**: a ratio between runs of "
+            "different sessions includes the host's drift between them.",
+            "",
+        ]
+    lines += [
+        "| run | accuracy [95%] | speed-up vs base [95%] | McNemar p vs base "
+        "| speed-up vs sd [95%] | McNemar p vs sd |",
+        "|---|--:|--:|--:|--:|--:|",
+    ]
+    for row in rows:
+        low, high = row["accuracy_95"]
+        cells = [row["run"], f"{row['correct']}/{row['problems']} [{low:.0%}, {high:.0%}]"]
+        for name in ("base", "sd"):
+            vs = row.get(f"vs_{name}")
+            if vs is None:
+                cells += ["–", "–"]
+                continue
+            a, b = vs["speedup_95"]
+            cells += [f"{vs['speedup']:.2f}× [{a:.2f}, {b:.2f}]", f"{vs['mcnemar_p']:.3g}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Speed-up: the reference's total latency over this run's on the problems "
+        "both answered; interval: paired bootstrap over problems (2,000 resamples). "
+        "McNemar: exact two-sided p of the accuracy difference (discordant problems).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def write_report(out: Path) -> list[Path]:
     """Regenerate the summary and the plots of folder ``out`` from its ``results.jsonl``."""
     results = read_records(out / RESULTS)
@@ -386,7 +474,9 @@ def write_report(out: Path) -> list[Path]:
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
     rows = summarize(results)
     md, js = out / SUMMARY_MD, out / SUMMARY_JSON
-    md.write_text(render_markdown(rows, meta), encoding="utf-8")
+    pairs = paired(results)
+    md.write_text(render_markdown(rows, meta) + paired_markdown(pairs, meta), encoding="utf-8")
     js.write_text(json.dumps([r.as_dict() for r in rows], indent=2) + "\n", encoding="utf-8")
+    (out / "paired.json").write_text(json.dumps(pairs, indent=2) + "\n", encoding="utf-8")
     dataset = str((meta.get("settings") or {}).get("dataset", out.name))
     return [md, js, *write_plots(rows, out, dataset)]

@@ -270,6 +270,7 @@ class Solver:
             if self.run.mode in SPECREASON_MODES and self.run.judge
             else None,
             "first_n_base_steps": self.run.base_steps or None,
+            "config": self.config.as_dict(),
             "correct": graded.correct,
             "prediction": graded.prediction,
             "gold": problem.gold,
@@ -340,37 +341,63 @@ async def run_group(
         router = LocalClassifier(pair.router_model)
     solved = 0
     warned = False
-    for run in runs:
-        todo = [p for p in problems if run.key(p.id) not in done]
-        if not todo:
-            continue
-        solver = Solver(run, draft, base, settings, router, router_folder)
+    pairs = interleaved(runs, problems, done)
+    if not pairs:
+        return 0
+    solvers = {run: Solver(run, draft, base, settings, router, router_folder) for run in runs}
+    counts = {run: 0 for run in runs}
+    started, clock = datetime.now(UTC).isoformat(), time.perf_counter()
+    first = now = await _snapshots(pair, metrics)
+    for problem, run in pairs:
+        solver = solvers[run]
         sinks.bar.set_postfix_str(run.label)
-        started, clock = datetime.now(UTC).isoformat(), time.perf_counter()
-        first = now = await _snapshots(pair, metrics)
-        for problem in todo:
-            cold = await _reset_caches(pair) if metrics else None
-            if cold is False and not warned:
-                warned = True
-                tqdm.write(
-                    "bench: a server does not offer /reset_prefix_cache (start it with "
-                    "VLLM_SERVER_DEV_MODE=1); problems run with whatever earlier runs "
-                    "left in the prefix caches (recorded as prefix_cache_reset=false)",
-                    file=sys.stderr,
-                )
-            record = await solver.solve(problem)
-            after = await _snapshots(pair, metrics)
-            record["prefix_cache_reset"] = cold
-            record["variant"] = pair.variant
-            record["server"] = {role: counter_delta(after[role], now[role]) for role in after}
-            record["base_prefix_cache_hit_rate"] = hit_rate(record["server"]["base"])
-            sinks.results.write(record)
-            done.add(run.key(problem.id))
-            sinks.bar.update(1)
-            solved += 1
-            now = after
-        sinks.runs.write(_run_record(run, pair, len(todo), started, clock, first, now))
+        counts[run] += 1
+        cold = await _reset_caches(pair) if metrics else None
+        if cold is False and not warned:
+            warned = True
+            tqdm.write(
+                "bench: a server does not offer /reset_prefix_cache (start it with "
+                "VLLM_SERVER_DEV_MODE=1); problems run with whatever earlier runs "
+                "left in the prefix caches (recorded as prefix_cache_reset=false)",
+                file=sys.stderr,
+            )
+        record = await solver.solve(problem)
+        after = await _snapshots(pair, metrics)
+        record["prefix_cache_reset"] = cold
+        record["variant"] = pair.variant
+        record["server"] = {role: counter_delta(after[role], now[role]) for role in after}
+        record["base_prefix_cache_hit_rate"] = hit_rate(record["server"]["base"])
+        sinks.results.write(record)
+        done.add(run.key(problem.id))
+        sinks.bar.update(1)
+        solved += 1
+        now = after
+    for run in runs:  # the session's counters: the runs interleaved in it share them
+        if counts[run]:
+            record = _run_record(run, pair, counts[run], started, clock, first, now)
+            record["config"] = solvers[run].config.as_dict()
+            record["interleaved_with"] = [r.label for r in runs if counts[r] and r != run]
+            sinks.runs.write(record)
     return solved
+
+
+def interleaved(
+    runs: Sequence[Run], problems: Sequence[Problem], done: set[ResultKey]
+) -> list[tuple[Problem, Run]]:
+    """The unfinished (problem, run) pairs, problem-major, the run order rotated per problem.
+
+    Every run answers a problem before the next problem starts, so a drift of the host's
+    speed during the session falls on all runs alike; the rotation spreads the first slot
+    (after the cache reset) over the runs. Resuming skips what is in ``done`` and keeps the
+    order of the rest.
+    """
+    out: list[tuple[Problem, Run]] = []
+    for index, problem in enumerate(problems):
+        shift = index % len(runs) if runs else 0
+        for run in [*runs[shift:], *runs[:shift]]:
+            if run.key(problem.id) not in done:
+                out.append((problem, run))
+    return out
 
 
 async def _reset_caches(pair: ServerPair) -> bool:
