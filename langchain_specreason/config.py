@@ -10,7 +10,10 @@ reference code where it has one.
 from __future__ import annotations
 
 import argparse
+import json
+import tomllib
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -165,6 +168,26 @@ class SpecReasonConfig(BaseModel):
             values[name] = raw.encode().decode("unicode_escape") if field.annotation is str else raw
         return cls(**values)
 
+    @classmethod
+    def from_file(cls, path: str | Path) -> SpecReasonConfig:
+        """Settings from a TOML file's ``[specreason]`` table (what ``specreason tune`` writes).
+
+        Other tables (``[evidence]``: how the setting was chosen) are ignored here. A missing
+        file, bad TOML or a bad setting is a :class:`~.errors.ConfigError` naming the file.
+        """
+        return cls(**read_config_file(path))
+
+    def to_toml(self, evidence: Mapping[str, Any] | None = None) -> str:
+        """The settings as TOML (``[specreason]``, every field), and ``[evidence]`` if given."""
+        lines = ["[specreason]"]
+        for name, value in self.as_dict().items():
+            if value is not None:
+                lines.append(f"{name} = {_toml_value(value)}")
+        if evidence:
+            lines += ["", "[evidence]"]
+            lines += [f"{k} = {_toml_value(v)}" for k, v in evidence.items() if v is not None]
+        return "\n".join(lines) + "\n"
+
     def replace(self, **changes: Any) -> SpecReasonConfig:
         """A validated copy with ``changes``."""
         return type(self)(**{**self.as_dict(), **changes})
@@ -178,6 +201,39 @@ class SpecReasonConfig(BaseModel):
     def as_dict(self) -> dict[str, Any]:
         """Plain dict of the settings (for run metadata and results files)."""
         return {name: getattr(self, name) for name in SpecReasonConfig.model_fields}
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """The ``[specreason]`` table of a TOML config file (ConfigError naming the file)."""
+    where = Path(path)
+    try:
+        data = tomllib.loads(where.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"config file {where}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {where}: not valid TOML ({exc})") from None
+    table = data.get("specreason")
+    if not isinstance(table, dict):
+        raise ConfigError(f"config file {where}: no [specreason] table")
+    unknown = sorted(set(table) - set(SpecReasonConfig.model_fields))
+    if unknown:
+        raise ConfigError(f"config file {where}: unknown setting {unknown[0]!r}")
+    try:
+        SpecReasonConfig(**table)
+    except ConfigError as exc:
+        raise ConfigError(f"config file {where}: {exc}") from None
+    return dict(table)
+
+
+def _toml_value(value: Any) -> str:
+    """A TOML literal of a plain value (str, bool, int, float, list of those)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(str(value))  # a JSON string is a valid TOML basic string
 
 
 def config_default(name: str) -> Any:

@@ -50,7 +50,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..config import DEFAULT_JUDGE, SpecReasonConfig
+from ..config import DEFAULT_JUDGE, SpecReasonConfig, read_config_file
 from ..endpoint import (
     Endpoint,
     OpenAIEndpoint,
@@ -298,6 +298,9 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     custom_judge: SkipValidation[Judge | None] = Field(default=None, exclude=True)
     """A :class:`~.judges.Judge` object that decides instead of the named ``judge`` (for
     example the Arbitrage router's judge, :mod:`langchain_specreason.arbitrage`)."""
+    config_file: str | None = None
+    """A TOML file whose ``[specreason]`` table sets the knobs (``specreason tune`` writes
+    one); arguments given here win over the file."""
     checkpointer: Any = Field(default=None, exclude=True)
     """A LangGraph checkpointer (``InMemorySaver()``, a SQLite or Postgres saver). With it, a
     call on a thread (``thread_id="t1"`` as a call argument, or
@@ -320,8 +323,13 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     @model_validator(mode="before")
     @classmethod
     def _build_extra(cls, values: dict[str, Any]) -> Any:
-        """Unknown keyword arguments go to ``model_kwargs`` with a warning, as ChatOpenAI's."""
+        """Unknown keyword arguments go to ``model_kwargs`` with a warning, as ChatOpenAI's.
+
+        ``config_file``: its ``[specreason]`` settings fill the knobs not given as arguments.
+        """
         if isinstance(values, dict):
+            if values.get("config_file"):
+                values = {**read_config_file(values["config_file"]), **values}
             values = _build_model_kwargs(values, get_pydantic_field_names(cls))
         return values
 
