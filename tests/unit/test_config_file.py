@@ -54,7 +54,7 @@ def test_a_bad_file_is_a_config_error_naming_the_file_and_field(tmp_path, text, 
 
 
 def test_a_missing_file_is_a_config_error(tmp_path):
-    with pytest.raises(ConfigError, match="config file .*nope.toml"):
+    with pytest.raises(ConfigError, match=r"config file .*nope\.toml"):
         ChatSpecReason(
             draft_url="http://d/v1", base_url="http://b/v1", config_file=str(tmp_path / "nope.toml")
         )
