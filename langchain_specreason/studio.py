@@ -23,9 +23,24 @@ from langchain_specreason.errors import ConfigError
 from langchain_specreason.graph import create_specreason_graph
 
 
+_GRAPHS: dict[tuple[tuple[str, str], ...], Any] = {}
+"""Graphs built so far, by their ``SPECREASON_*`` settings: one set of endpoints (and one
+``/v1/models`` lookup) per configuration, not per request."""
+
+
 def graph_from_env(env: dict[str, str] | None = None) -> Any:
-    """Build the SpecReason graph from ``SPECREASON_*`` variables (see the module docstring)."""
+    """The SpecReason graph of the ``SPECREASON_*`` variables (see the module docstring).
+
+    Built once per distinct configuration and reused.
+    """
     env = dict(os.environ if env is None else env)
+    key = tuple(sorted((k, v) for k, v in env.items() if k.startswith("SPECREASON_")))
+    if key not in _GRAPHS:
+        _GRAPHS[key] = _build(env)
+    return _GRAPHS[key]
+
+
+def _build(env: dict[str, str]) -> Any:
     missing = [k for k in ("SPECREASON_DRAFT_URL", "SPECREASON_BASE_URL") if not env.get(k)]
     if missing:
         raise ConfigError(f"set {' and '.join(missing)} (e.g. from `specreason serve` output)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 import uuid
@@ -41,6 +42,7 @@ from langchain_core.utils.pydantic import is_basemodel_subclass
 from langchain_core.utils.utils import _build_model_kwargs
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from pydantic import (
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
@@ -227,12 +229,16 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     """OpenAI-compatible base URL of the base server (env ``SPECREASON_BASE_URL``)."""
     draft_model: str | None = None
     """Served name of the draft model; default: the one model the draft server lists."""
-    base_model: str | None = Field(default=None, alias="model")
+    base_model: str | None = Field(
+        default=None, alias="model", validation_alias=AliasChoices("model", "model_name")
+    )
     """Served name of the base model; default: the one model the base server lists."""
     api_key: SecretStr | None = Field(
-        default_factory=secret_from_env("SPECREASON_BASE_API_KEY", default=None)
+        default_factory=secret_from_env(["SPECREASON_BASE_API_KEY", "VLLM_API_KEY"], default=None),
+        validation_alias=AliasChoices("api_key", "openai_api_key"),
     )
-    """Key of the base server (env ``SPECREASON_BASE_API_KEY``)."""
+    """Key of the base server (env ``SPECREASON_BASE_API_KEY``, then ``VLLM_API_KEY``, the
+    key ``specreason serve`` gives its servers; ChatOpenAI's ``openai_api_key`` works too)."""
     draft_api_key: SecretStr | None = Field(
         default_factory=secret_from_env("SPECREASON_DRAFT_API_KEY", default=None)
     )
@@ -249,7 +255,9 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     """LangChain's standard name for ``answer_max_tokens``; wins over it when set."""
     stop: list[str] | None = Field(default=None, alias="stop_sequences")
     """Stop sequences of the answer."""
-    timeout: float | None = Field(default=None, gt=0)
+    timeout: float | None = Field(
+        default=None, gt=0, validation_alias=AliasChoices("timeout", "request_timeout")
+    )
     """Seconds a generation call (a step, the answer) may take, per attempt (default 600)."""
     judge_timeout: float = Field(default=60.0, gt=0)
     """Seconds a call generating at most one token (a judge's reading, prompt logprobs,
@@ -328,9 +336,10 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         ``config_file``: its ``[specreason]`` settings fill the knobs not given as arguments.
         """
         if isinstance(values, dict):
+            _refuse_openai_only(values, get_pydantic_field_names(cls))
             if values.get("config_file"):
                 values = {**read_config_file(values["config_file"]), **values}
-            values = _build_model_kwargs(values, get_pydantic_field_names(cls))
+            values = _build_model_kwargs(values, get_pydantic_field_names(cls) | ALIASES)
         return values
 
     # -- wiring ---------------------------------------------------------------------------
@@ -926,3 +935,29 @@ async def _known_window(endpoint: WindowedEndpoint) -> int | None:
         return await endpoint.max_model_len()
     except EndpointError:
         return None
+
+
+_SECRET = re.compile(r"(key|token|secret|password|credential)", re.IGNORECASE)
+ALIASES = {"openai_api_key", "model_name", "request_timeout"}
+"""ChatOpenAI's names accepted here (they mean what they mean there)."""
+
+
+def _refuse_openai_only(values: dict[str, Any], fields: set[str]) -> None:
+    """Refuse ChatOpenAI's single URL, and unknown secret-looking arguments.
+
+    An unknown argument goes to the request body as ``model_kwargs`` (as with ChatOpenAI): a
+    key there would be sent to the server on every request and shown in ``repr``.
+    """
+    for name in ("openai_api_base", "openai_api_base_url"):
+        if name in values:
+            raise ConfigError(
+                f"{name}: SpecReason talks to two servers; pass draft_url= (the small model's "
+                "/v1 URL) and base_url= (the big model's), or set SPECREASON_DRAFT_URL and "
+                "SPECREASON_BASE_URL"
+            )
+    for name in values:
+        if name not in fields and name not in ALIASES and _SECRET.search(name):
+            raise ConfigError(
+                f"unknown argument {name!r} looks like a secret; it would be sent in every "
+                "request body. Keys: api_key= (base server) and draft_api_key="
+            )

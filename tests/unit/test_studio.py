@@ -47,3 +47,11 @@ def test_config_from_env():
 def test_missing_urls_is_a_config_error():
     with pytest.raises(ConfigError, match="set SPECREASON_DRAFT_URL and SPECREASON_BASE_URL"):
         graph_from_env({})
+
+
+def test_the_factory_builds_once_per_configuration():
+    env = {"SPECREASON_DRAFT_URL": "http://d/v1", "SPECREASON_BASE_URL": "http://b/v1"}
+    first = graph_from_env(env)
+    assert graph_from_env(dict(env)) is first  # same settings: the same graph and endpoints
+    other = graph_from_env({**env, "SPECREASON_JUDGE": "score"})
+    assert other is not first

@@ -1,0 +1,46 @@
+"""Moving over from ChatOpenAI: its names work here, never as request fields; secrets stay out."""
+
+from __future__ import annotations
+
+import pytest
+
+from langchain_specreason import ChatSpecReason
+from langchain_specreason.errors import ConfigError
+
+URLS = {"draft_url": "http://d/v1", "base_url": "http://b/v1"}
+
+
+def test_chatopenai_names_are_aliases_not_request_fields(recwarn):
+    llm = ChatSpecReason(
+        **URLS, openai_api_key="sk-secret", model_name="qwen", request_timeout=30, max_retries=1
+    )
+    assert llm.api_key is not None and llm.api_key.get_secret_value() == "sk-secret"
+    assert (llm.base_model, llm.timeout, llm.max_retries) == ("qwen", 30.0, 1)
+    assert llm.model_kwargs == {}
+    assert "sk-secret" not in repr(llm)
+    assert not [w for w in recwarn if "transferred to model_kwargs" in str(w.message)]
+
+
+def test_vllm_api_key_is_read_after_the_specreason_variable(monkeypatch):
+    monkeypatch.delenv("SPECREASON_BASE_API_KEY", raising=False)
+    monkeypatch.setenv("VLLM_API_KEY", "from-vllm")
+    assert ChatSpecReason(**URLS).api_key.get_secret_value() == "from-vllm"
+    monkeypatch.setenv("SPECREASON_BASE_API_KEY", "from-specreason")
+    assert ChatSpecReason(**URLS).api_key.get_secret_value() == "from-specreason"
+
+
+def test_a_single_openai_url_is_refused_with_the_two_urls_explained():
+    with pytest.raises(ConfigError, match="two servers; pass draft_url=.*and base_url="):
+        ChatSpecReason(openai_api_base="http://127.0.0.1:8000/v1")
+
+
+@pytest.mark.parametrize("name", ["hf_token", "anthropic_api_key", "password", "Secret"])
+def test_an_unknown_secret_looking_argument_is_refused(name):
+    with pytest.raises(ConfigError, match=f"unknown argument '{name}' looks like a secret"):
+        ChatSpecReason(**URLS, **{name: "x"})
+
+
+def test_other_unknown_arguments_still_go_to_the_request_body():
+    with pytest.warns(UserWarning, match="transferred to model_kwargs"):
+        llm = ChatSpecReason(**URLS, repetition_penalty=1.1)
+    assert llm.model_kwargs == {"repetition_penalty": 1.1}
