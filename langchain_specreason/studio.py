@@ -22,7 +22,6 @@ from langchain_specreason.endpoint import endpoint_pair
 from langchain_specreason.errors import ConfigError
 from langchain_specreason.graph import create_specreason_graph
 
-
 _GRAPHS: dict[tuple[tuple[str, str], ...], Any] = {}
 """Graphs built so far, by their ``SPECREASON_*`` settings: one set of endpoints (and one
 ``/v1/models`` lookup) per configuration, not per request."""
