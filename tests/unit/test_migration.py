@@ -30,7 +30,7 @@ def test_vllm_api_key_is_read_after_the_specreason_variable(monkeypatch):
 
 
 def test_a_single_openai_url_is_refused_with_the_two_urls_explained():
-    with pytest.raises(ConfigError, match="two servers; pass draft_url=.*and base_url="):
+    with pytest.raises(ConfigError, match=r"two servers; pass draft_url=.*and base_url="):
         ChatSpecReason(openai_api_base="http://127.0.0.1:8000/v1")
 
 
