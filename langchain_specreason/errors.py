@@ -6,6 +6,22 @@ Each message is one line that says what went wrong and what to do about it; the 
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit, urlunsplit
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any user and password replaced by ``***`` (for errors, logs, reprs)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=f"***@{host}"))
+
 
 class SpecReasonError(Exception):
     """Base class of every error raised on purpose by this package."""
@@ -23,6 +39,7 @@ class EndpointError(SpecReasonError):
     """A server call failed after bounded retries. Names the endpoint and its URL."""
 
     def __init__(self, endpoint: str, url: str, reason: str, status: int | None = None) -> None:
+        url = redact_url(url)  # the message is logged, traced and checkpointed (draft_down)
         self.endpoint = endpoint
         self.url = url
         self.reason = reason

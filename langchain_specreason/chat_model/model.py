@@ -49,6 +49,7 @@ from pydantic import (
     PrivateAttr,
     SecretStr,
     SkipValidation,
+    field_serializer,
     model_validator,
 )
 
@@ -62,7 +63,7 @@ from ..endpoint import (
 from ..endpoint.extra_body import WithExtraBody
 from ..endpoint.routing import routing_key
 from ..endpoint.server import check_extra_body
-from ..errors import ConfigError, DeadlineError, EndpointError
+from ..errors import ConfigError, DeadlineError, EndpointError, redact_url
 from ..events import Event
 from ..formats import get_format, to_openai_messages
 from ..graph import SpecReasonGraph, create_specreason_graph
@@ -319,6 +320,15 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     _endpoints: dict[str, Endpoint] = PrivateAttr(default_factory=dict)
     _discovered: bool = PrivateAttr(default=False)
     _own_profile: bool = PrivateAttr(default=True)
+
+    def __repr_args__(self) -> Any:
+        """Fields as ``repr`` shows them: no header secret, no password in a URL."""
+        for name, value in super().__repr_args__():
+            yield name, _redacted(name, value)
+
+    @field_serializer("default_headers", "draft_url", "base_url")
+    def _serialize_redacted(self, value: Any, info: Any) -> Any:
+        return _redacted(info.field_name, value)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)  # SpecReasonConfig's: a bad knob is a ConfigError
@@ -961,3 +971,15 @@ def _refuse_openai_only(values: dict[str, Any], fields: set[str]) -> None:
                 f"unknown argument {name!r} looks like a secret; it would be sent in every "
                 "request body. Keys: api_key= (base server) and draft_api_key="
             )
+
+
+_SECRET_HEADER = re.compile(r"(authorization|key|token|secret|cookie|password)", re.IGNORECASE)
+
+
+def _redacted(name: str | None, value: Any) -> Any:
+    """``value`` of field ``name`` without secrets: header values that carry one, URL users."""
+    if name == "default_headers" and isinstance(value, dict):
+        return {k: ("**********" if _SECRET_HEADER.search(k) else v) for k, v in value.items()}
+    if name in ("draft_url", "base_url") and isinstance(value, str):
+        return redact_url(value)
+    return value

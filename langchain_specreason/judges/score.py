@@ -76,11 +76,30 @@ def average_score(top_logprobs: Sequence[tuple[str, float]]) -> float:
 def quote_step(text: str) -> str:
     """The step as the judge reads it, unable to close the assistant turn.
 
-    Text that spells a chat-template control token (``<|im_end|>``, ``<|im_start|>``, ...) is
-    broken with a zero-width joiner, so a step (or a passage it copies) cannot end the turn
+    Text that spells a chat-template control token (``<|im_end|>``, DeepSeek's
+    ``<｜end▁of▁sentence｜>``, Gemma's ``<end_of_turn>``, ``[INST]``, ...) is broken with a
+    zero-width joiner, so a step (or a passage it copies) cannot end the turn
     and write the judge's verdict itself.
     """
-    return text.replace("<|", "<\u200d|")
+    for marker in _CONTROL_MARKERS:
+        text = text.replace(marker, marker[0] + "\u200d" + marker[1:])
+    return text
+
+
+_CONTROL_MARKERS = (
+    "<|",
+    "<｜",
+    "<start_of_turn>",
+    "<end_of_turn>",
+    "[INST]",
+    "[/INST]",
+    "<s>",
+    "</s>",
+    "<think>",
+    "</think>",
+)
+"""Starts of the control tokens of common chat templates (ChatML, DeepSeek's fullwidth bars,
+Gemma, Llama 2 / Mistral, reasoning tags): each is broken with a zero-width joiner."""
 
 
 def judge_messages(

@@ -160,6 +160,21 @@ def has_api_key(env: Mapping[str, str], args: Iterable[str] = ()) -> bool:
     return False
 
 
+def effective_host(host: str, args: Iterable[str]) -> str:
+    """The address a server listens on, from its host and its extra args.
+
+    The last ``--host`` wins (argparse keeps the last), so ``--base-arg=--host=0.0.0.0`` counts.
+    """
+    found = host
+    items = list(args)
+    for i, arg in enumerate(items):
+        if arg == "--host" and i + 1 < len(items):
+            found = items[i + 1]
+        elif arg.startswith("--host="):
+            found = arg.split("=", 1)[1]
+    return found
+
+
 def check_exposure(
     role: str, host: str, env: Mapping[str, str], args: Iterable[str] = ()
 ) -> str | None:
@@ -170,9 +185,10 @@ def check_exposure(
     a non-loopback server has a key: vLLM's key guards only the ``/v1`` routes, not
     ``/invocations`` nor the dev-mode admin routes.
     """
+    args = list(args)
+    host = effective_host(host, args)
     if is_loopback(host):
         return None
-    args = list(args)
     dev = dev_mode(env)
     if not has_api_key(env, args):
         if dev:

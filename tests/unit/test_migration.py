@@ -44,3 +44,23 @@ def test_other_unknown_arguments_still_go_to_the_request_body():
     with pytest.warns(UserWarning, match="transferred to model_kwargs"):
         llm = ChatSpecReason(**URLS, repetition_penalty=1.1)
     assert llm.model_kwargs == {"repetition_penalty": 1.1}
+
+
+def test_header_secrets_and_url_passwords_never_show():
+    llm = ChatSpecReason(
+        draft_url="http://user:pw@d/v1",
+        base_url="http://b/v1",
+        default_headers={"Authorization": "Bearer sk-xyz", "X-Trace": "1"},
+    )
+    for shown in (repr(llm), str(llm.model_dump()), llm.model_dump_json()):
+        assert "sk-xyz" not in shown and ":pw@" not in shown
+    assert llm.model_dump()["default_headers"] == {"Authorization": "**********", "X-Trace": "1"}
+    assert llm.draft_url == "http://user:pw@d/v1"  # the endpoint still gets the real URL
+
+
+def test_an_endpoint_error_never_carries_a_url_password():
+    from langchain_specreason.errors import EndpointError
+
+    err = EndpointError("draft", "http://user:pw@h:8101/v1", "unreachable")
+    assert str(err) == "draft endpoint at http://***@h:8101/v1: unreachable"
+    assert ":pw@" not in err.url

@@ -112,6 +112,18 @@ def test_the_exposure_rules():
     assert check_exposure("draft", "0.0.0.0", dev, [f"--api-key={KEY}"])
 
 
+def test_an_extra_host_flag_cannot_bypass_the_dev_mode_refusal():
+    dev = {"VLLM_SERVER_DEV_MODE": "1"}
+    # extra args come after the profile's --host and argparse keeps the last one
+    for args in (["--host=0.0.0.0"], ["--host", "0.0.0.0"], ["--host", "::1", "--host=0.0.0.0"]):
+        with pytest.raises(ConfigError, match=r"refusing to start the base server on 0\.0\.0\.0"):
+            check_exposure("base", "127.0.0.1", dev, args)
+    assert check_exposure("base", "0.0.0.0", dev, ["--host", "127.0.0.1"]) is None
+    launcher = Launcher(load_profile("cpu-test", extra_args={"base": ["--host=0.0.0.0"]}))
+    with pytest.raises(ConfigError, match="refusing to start the base server"):
+        launcher.check_exposure()
+
+
 # --- the key reaches the child's environment, not its argv ----------------------------------
 
 
