@@ -125,6 +125,7 @@ TOOLS: tuple[tuple[str, str, str], ...] = (
     ("bench", "langchain_specreason.lab.bench.command", "the benchmark"),
     ("arbitrage", "langchain_specreason.lab.training.command", "the Arbitrage router"),
     ("label", "langchain_specreason.lab.labels.command", "step labelling"),
+    ("tune", "langchain_specreason.lab.bench.tune", "tuning a setting for your pair"),
 )
 """Subcommands whose modules need extras: (name, module with ``add_parser``, what it is)."""
 
@@ -196,6 +197,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from ..lab.training.command import run as run_arbitrage
 
         return asyncio.run(run_arbitrage(args))
+    if args.command == "tune":
+        from ..lab.bench.tune import run_tune
+
+        return asyncio.run(run_tune(args))
     if args.command == "label":
         from ..lab.labels.command import run as run_label
 

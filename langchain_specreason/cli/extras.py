@@ -35,6 +35,7 @@ COMMAND_EXTRA: dict[str, str] = {
     "bench": "bench",
     "label": "bench",
     "arbitrage": "arbitrage",
+    "tune": "bench",
 }
 """The extra that installs everything a subcommand needs (it includes smaller ones)."""
 

@@ -1,0 +1,505 @@
+"""``specreason tune``: the fastest setting for your pair that answers like the base model.
+
+::
+
+    specreason tune --profile cpu --dev-count 20 --heldout-count 10 --out runs/tune-cpu
+    specreason tune --draft-url URL --base-url URL [--sd-base-url URL] --out runs/tune
+
+1. **Dev** (a seeded sample of GSM8K *train*, or ``--dataset FILE``): the base model alone,
+   vLLM's ``sd`` (when the profile has the variant or ``--sd-base-url`` is given), and every
+   SpecReason setting of the grid (judge x threshold x the base model's first steps, with and
+   without ``sd``). Settings replay the calls they share (:mod:`.replay`; greedy, no
+   lookahead), so a setting costs only the calls where it decides differently.
+2. **Choice** (:func:`choose`): the fastest setting whose dev accuracy is within
+   ``--max-accuracy-loss`` of the base model's (default 0: not below it). If it is not faster
+   than ``sd`` (or none qualifies) the recommendation is ``sd`` alone, said plainly.
+3. **Held-out** (another range of the same shuffle, disjoint): base, ``sd`` and the chosen
+   setting, interleaved per problem, to report the choice on problems it was not chosen on.
+4. ``tuned.toml``: every knob of the chosen setting (``SpecReasonConfig.from_file`` /
+   ``ChatSpecReason(config_file=...)`` load it) and the evidence; ``pareto.png``.
+
+Latency here is the sum of a run's server-call seconds (``server_s``), the same measure for
+every mode; results are appended to ``results.jsonl`` and a rerun resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from ...config import SpecReasonConfig, judge_settings, parse_judge
+from ...endpoint import endpoint_pair
+from ...errors import ConfigError
+from ...serving.profiles import load_profile
+from .datasets import Problem, load_problems
+from .modes import DEFAULT_SD_VARIANT, Run
+from .replay import ReplayEndpoint
+from .results import JsonlAppender, read_records
+from .runner import BenchSettings, Solver
+from .servers import ServerSource, add_api_key_flag, api_key_of
+
+RESULTS = "results.jsonl"
+TUNED = "tuned.toml"
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One mode's or setting's results on a problem set, in problem order."""
+
+    name: str
+    correct: tuple[bool, ...]
+    latency: tuple[float, ...]
+    settings: dict[str, Any] | None = None
+    """The SpecReason knobs of a setting (``None``: base or sd)."""
+    sd: bool = False
+
+    @property
+    def accuracy(self) -> float:
+        """Share answered right."""
+        return sum(self.correct) / len(self.correct) if self.correct else 0.0
+
+    @property
+    def mean_s(self) -> float:
+        """Mean latency (seconds of server calls) per problem."""
+        return math.fsum(self.latency) / len(self.latency) if self.latency else math.inf
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What ``tune`` recommends, and why."""
+
+    recommend: str
+    """``specreason``, ``sd`` or ``base``."""
+    setting: Measured | None
+    reason: str
+
+
+def choose(
+    base: Measured, sd: Measured | None, candidates: Sequence[Measured], max_loss: float = 0.0
+) -> Choice:
+    """The fastest candidate within ``max_loss`` of the base model's accuracy, if it beats sd.
+
+    ``sd`` qualifies by the same accuracy rule; when it is faster than every qualifying
+    candidate (or no candidate qualifies) ``sd`` is recommended; without a qualifying ``sd``
+    and candidate, the base model alone.
+    """
+    floor = base.accuracy - max_loss - 1e-9
+    eligible = [c for c in candidates if c.accuracy >= floor]
+    best = min(eligible, key=lambda c: c.mean_s) if eligible else None
+    sd_ok = sd is not None and sd.accuracy >= floor
+    if best is not None and (not sd_ok or (sd is not None and best.mean_s < sd.mean_s)):
+        return Choice(
+            "specreason",
+            best,
+            f"{best.name}: accuracy {best.accuracy:.0%} (base {base.accuracy:.0%}), "
+            f"{best.mean_s:.1f} s a problem against base {base.mean_s:.1f} s"
+            + (f" and sd {sd.mean_s:.1f} s" if sd is not None else " (sd not measured)"),
+        )
+    if sd_ok and sd is not None:
+        why = (
+            "no SpecReason setting keeps the base model's accuracy"
+            if best is None
+            else f"the fastest setting that keeps the accuracy ({best.name}, {best.mean_s:.1f} s)"
+            f" is not faster than sd ({sd.mean_s:.1f} s)"
+        )
+        return Choice("sd", None, f"use sd alone: {why}")
+    return Choice(
+        "base",
+        None,
+        "use the base model alone: neither sd nor any SpecReason "
+        "setting kept its accuracy on the dev problems",
+    )
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The settings searched."""
+
+    judges: tuple[str, ...]
+    thresholds: tuple[float, ...]
+    first_steps: tuple[int, ...]
+    with_sd: tuple[bool, ...]
+
+    def runs(self) -> list[Run]:
+        """One bench run per setting (thresholds on the judge's own scale)."""
+        out = []
+        for judge, t, n, sd in itertools.product(
+            self.judges, self.thresholds, self.first_steps, self.with_sd
+        ):
+            parse_judge(judge)
+            out.append(
+                Run(
+                    "specreason+sd" if sd else "specreason",
+                    t,
+                    None,
+                    DEFAULT_SD_VARIANT if sd else None,
+                    judge,
+                    n,
+                )
+            )
+        return out
+
+
+def measured(
+    records: Sequence[dict[str, Any]],
+    run: Run,
+    problems: Sequence[Problem],
+    settings: dict[str, Any] | None = None,
+) -> Measured | None:
+    """The run's results on ``problems`` (``None`` until every problem has one)."""
+    key = {r["problem_id"]: r for r in records if Run.of(r) == run}
+    if any(p.id not in key for p in problems):
+        return None
+    rows = [key[p.id] for p in problems]
+    return Measured(
+        run.label,
+        tuple(bool(r["correct"]) for r in rows),
+        tuple(float(r["server_s"]) for r in rows),
+        settings,
+        sd=run.mode in ("sd", "specreason+sd"),
+    )
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add ``tune`` to the ``specreason`` subcommands."""
+    p = subparsers.add_parser(
+        "tune",
+        help="find the fastest setting that keeps the base model's accuracy (or say: use sd)",
+        description=__doc__.split("\n\n")[0],
+    )
+    p.add_argument("--profile", default="cpu", help="serve profile started (default: cpu)")
+    p.add_argument("--draft-url", help="use this running draft server instead")
+    p.add_argument("--base-url", help="use this running base server instead")
+    p.add_argument("--sd-base-url", help="a running base server with speculative decoding")
+    add_api_key_flag(p)
+    p.add_argument("--family", help="prompt family (default: the profile's)")
+    p.add_argument("--dataset", default="gsm8k-train", help="dev problems (never a test set)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the problem shuffle")
+    p.add_argument("--dev-count", type=int, default=20)
+    p.add_argument("--heldout-count", type=int, default=10)
+    p.add_argument(
+        "--heldout-offset",
+        type=int,
+        default=2000,
+        help="where the held-out range starts in the shuffle (disjoint from dev)",
+    )
+    p.add_argument(
+        "--judges",
+        default="arithmetic+likelihood,likelihood",
+        help="comma list of judges to search",
+    )
+    p.add_argument(
+        "--thresholds",
+        default="-4,-3.5,-3,-2.5",
+        help="comma list, on the last judge's scale (same for every judge)",
+    )
+    p.add_argument("--first-n-base-steps", default="0,2", help="comma list")
+    p.add_argument(
+        "--no-sd-settings",
+        action="store_true",
+        help="search settings on the plain base server only",
+    )
+    p.add_argument(
+        "--max-accuracy-loss",
+        type=float,
+        default=0.0,
+        help="accuracy below the base model's that is tolerated (default 0)",
+    )
+    p.add_argument("--budget", type=int, default=1024, help="reasoning tokens (default 1024)")
+    p.add_argument("--answer-max-tokens", type=int, default=512)
+    p.add_argument("--out", required=True, help="tune folder; reuse it to resume")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ConfigError(f"expected a comma list of numbers, got {text!r}") from None
+
+
+async def run_tune(args: argparse.Namespace) -> int:
+    """``specreason tune``: returns the exit code."""
+    from ..labels.run import sample_problems
+
+    if args.dataset in ("gsm8k", "math500"):
+        raise ConfigError(
+            "tune reads dev problems only (gsm8k-train or a file); test sets are for reports"
+        )
+    family = args.family or load_profile(args.profile).family
+    source = ServerSource(
+        args.profile, args.draft_url, args.base_url, args.sd_base_url, api_key=api_key_of(args)
+    )
+    has_sd = bool(args.sd_base_url) or (
+        not source.explicit and DEFAULT_SD_VARIANT in load_profile(args.profile).variants
+    )
+    grid = Grid(
+        tuple(j.strip() for j in args.judges.split(",") if j.strip()),
+        _floats(args.thresholds),
+        tuple(int(x) for x in _floats(args.first_n_base_steps)),
+        (False, True) if has_sd and not args.no_sd_settings else (False,),
+    )
+    everything = load_problems(args.dataset)
+    dev = sample_problems(everything, seed=args.seed, offset=0, count=args.dev_count)
+    held = sample_problems(
+        everything, seed=args.seed, offset=args.heldout_offset, count=args.heldout_count
+    )
+    if {p.id for p in dev} & {p.id for p in held}:
+        raise ConfigError("the held-out range overlaps the dev range; move --heldout-offset")
+    settings = BenchSettings(
+        budget=args.budget,
+        answer_max_tokens=args.answer_max_tokens,
+        temperature=0.0,
+        seed=0,
+        family=family,
+        lookahead=False,
+    )
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    records = read_records(out / RESULTS)
+    runs = grid.runs()
+    variants: list[str | None] = [None] + ([DEFAULT_SD_VARIANT] if has_sd else [])
+    print(
+        f"tune: {len(dev)} dev and {len(held)} held-out problems, {len(runs)} settings"
+        f"{'' if has_sd else ' (no sd: the profile has no sd variant)'}; in {out}",
+        file=sys.stderr,
+        flush=True,
+    )
+    with JsonlAppender(out / RESULTS) as sink:
+        # 1. dev: base, sd, every setting (replaying shared calls)
+        for variant in variants:
+            group = [r for r in runs if (r.variant is not None) == (variant is not None)]
+            base_run = Run("sd", variant=variant) if variant else Run("base")
+            await _solve(
+                source,
+                variant,
+                [base_run],
+                dev,
+                records,
+                sink,
+                settings,
+                split="dev",
+                replay=False,
+                progress=not args.no_progress,
+            )
+            await _solve(
+                source,
+                variant,
+                group,
+                dev,
+                records,
+                sink,
+                settings,
+                split="dev",
+                replay=True,
+                progress=not args.no_progress,
+            )
+        base = measured([r for r in records if r["split"] == "dev"], Run("base"), dev)
+        sd = (
+            measured(
+                [r for r in records if r["split"] == "dev"],
+                Run("sd", variant=DEFAULT_SD_VARIANT),
+                dev,
+            )
+            if has_sd
+            else None
+        )
+        cands = [
+            m
+            for r in runs
+            if (
+                m := measured(
+                    [x for x in records if x["split"] == "dev"],
+                    r,
+                    dev,
+                    settings.config(r).as_dict(),
+                )
+            )
+            is not None
+        ]
+        assert base is not None
+        choice = choose(base, sd, cands, args.max_accuracy_loss)
+        print(f"tune: {choice.reason}", file=sys.stderr, flush=True)
+        # 2. held-out: base, sd and the choice, on problems it was not chosen on
+        chosen_run = next(
+            (r for r in runs if choice.setting and r.label == choice.setting.name), None
+        )
+        for variant in variants:
+            group = [Run("sd", variant=variant) if variant else Run("base")]
+            if chosen_run is not None and (chosen_run.variant is not None) == (variant is not None):
+                group.append(chosen_run)
+            await _solve(
+                source,
+                variant,
+                group,
+                held,
+                records,
+                sink,
+                settings,
+                split="heldout",
+                replay=False,
+                progress=not args.no_progress,
+            )
+    held_records = [r for r in records if r["split"] == "heldout"]
+    evidence = _evidence(choice, base, sd, held_records, held, chosen_run, args)
+    config = (
+        SpecReasonConfig(**choice.setting.settings)
+        if choice.setting is not None and choice.setting.settings
+        else SpecReasonConfig(**settings.config(Run("base")).as_dict())
+    )
+    (out / TUNED).write_text(config.to_toml(evidence), encoding="utf-8")
+    (out / "tune.json").write_text(
+        json.dumps(
+            {
+                "choice": choice.recommend,
+                "reason": choice.reason,
+                "evidence": evidence,
+                "dev": [
+                    {"name": m.name, "accuracy": m.accuracy, "mean_s": m.mean_s, "sd": m.sd}
+                    for m in [base, *([sd] if sd else []), *cands]
+                ],
+            },
+            indent=1,
+        )
+        + "\n"
+    )
+    _plot(base, sd, cands, choice, out / "pareto.png")
+    print(f"{choice.recommend}: {choice.reason}")
+    print(out / TUNED)
+    return 0
+
+
+async def _solve(
+    source: ServerSource,
+    variant: str | None,
+    runs: Sequence[Run],
+    problems: Sequence[Problem],
+    records: list[dict[str, Any]],
+    sink: JsonlAppender,
+    settings: BenchSettings,
+    *,
+    split: str,
+    replay: bool,
+    progress: bool,
+) -> None:
+    done = {(r["split"], Run.of(r), r["problem_id"]) for r in records}
+    todo = [(run, p) for p in problems for run in runs if (split, run, p.id) not in done]
+    if not todo:
+        return
+    with source.servers(variant) as pair:
+        draft, base = endpoint_pair(pair.draft_url, pair.base_url, api_key=pair.api_key)
+        if replay:
+            draft, base = ReplayEndpoint(draft), ReplayEndpoint(base)  # type: ignore[assignment]
+        solvers = {run: Solver(run, draft, base, settings) for run in runs}
+        with tqdm(
+            total=len(todo),
+            desc=f"tune {split}{'/' + variant if variant else ''}",
+            unit="run",
+            disable=not progress,
+            dynamic_ncols=True,
+        ) as bar:
+            for run, problem in todo:
+                record = {
+                    **await solvers[run].solve(problem),
+                    "split": split,
+                    "variant": variant,
+                    "replayed": replay,
+                }
+                sink.write(record)
+                records.append(record)
+                bar.update(1)
+
+
+def _evidence(
+    choice: Choice,
+    base: Measured,
+    sd: Measured | None,
+    held: Sequence[dict[str, Any]],
+    problems: Sequence[Problem],
+    chosen: Run | None,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    from .stats import mcnemar, paired_ratio
+
+    ev: dict[str, Any] = {
+        "recommendation": choice.recommend,
+        "reason": choice.reason,
+        "dataset": args.dataset,
+        "seed": args.seed,
+        "dev_problems": args.dev_count,
+        "heldout_problems": args.heldout_count,
+        "heldout_offset": args.heldout_offset,
+        "max_accuracy_loss": args.max_accuracy_loss,
+        "latency": "sum of server-call seconds",
+        "dev_base_accuracy": base.accuracy,
+        "dev_base_s": base.mean_s,
+    }
+    if sd is not None:
+        ev.update(dev_sd_accuracy=sd.accuracy, dev_sd_s=sd.mean_s)
+    if choice.setting is not None:
+        ev.update(dev_accuracy=choice.setting.accuracy, dev_s=choice.setting.mean_s)
+    h_base = measured(held, Run("base"), problems)
+    h_sd = measured(held, Run("sd", variant=DEFAULT_SD_VARIANT), problems)
+    h_set = measured(held, chosen, problems) if chosen is not None else None
+    if h_base is not None:
+        ev.update(heldout_base_accuracy=h_base.accuracy, heldout_base_s=h_base.mean_s)
+    if h_sd is not None:
+        ev.update(heldout_sd_accuracy=h_sd.accuracy, heldout_sd_s=h_sd.mean_s)
+    if h_set is not None and h_base is not None:
+        ratio = paired_ratio(list(h_set.latency), list(h_base.latency))
+        ev.update(
+            heldout_accuracy=h_set.accuracy,
+            heldout_s=h_set.mean_s,
+            heldout_speedup_vs_base=[ratio.ratio, ratio.low, ratio.high],
+            heldout_mcnemar_p_vs_base=mcnemar(list(h_set.correct), list(h_base.correct))[2],
+        )
+        if h_sd is not None:
+            vs_sd = paired_ratio(list(h_set.latency), list(h_sd.latency))
+            ev["heldout_speedup_vs_sd"] = [vs_sd.ratio, vs_sd.low, vs_sd.high]
+    return ev
+
+
+def _plot(
+    base: Measured, sd: Measured | None, cands: Sequence[Measured], choice: Choice, path: Path
+) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    for m in cands:
+        ax.scatter(m.mean_s, m.accuracy, color="tab:blue" if not m.sd else "tab:purple", s=18)
+    for ref, colour in ((base, "tab:gray"), (sd, "tab:green")):
+        if ref is not None:
+            ax.scatter(ref.mean_s, ref.accuracy, color=colour, s=60, marker="s", label=ref.name)
+    if choice.setting is not None:
+        ax.scatter(
+            choice.setting.mean_s,
+            choice.setting.accuracy,
+            s=140,
+            facecolors="none",
+            edgecolors="red",
+            label=f"chosen: {choice.setting.name}",
+        )
+    ax.set_xlabel("seconds of server calls per problem (dev)")
+    ax.set_ylabel("accuracy (dev)")
+    ax.set_title("tune: settings on the dev problems (blue: plain base, purple: with sd)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+__all__ = ["Choice", "Grid", "Measured", "choose", "judge_settings", "run_tune"]

@@ -1,0 +1,126 @@
+"""`specreason label`, `bench judges --labels` and `specreason tune` on the real cpu-test pair.
+
+Tiny budgets keep each to a few minutes; quality numbers belong to the benchmark.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from langchain_specreason import ChatSpecReason
+from langchain_specreason.lab.labels.labelfile import load_labelled_steps
+
+pytestmark = pytest.mark.integration
+
+
+def cli(*args: str, timeout: int = 900) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "langchain_specreason.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def test_labelling_two_problems_end_to_end_writes_valid_labels(servers, tmp_path):
+    out = tmp_path / "labels"
+    urls = ["--draft-url", servers.draft_url, "--base-url", servers.base_url]
+    small = [
+        "--count",
+        "2",
+        "--m",
+        "2",
+        "--max-steps",
+        "2",
+        "--rollout-max-tokens",
+        "24",
+        "--budget",
+        "48",
+        "--no-progress",
+    ]
+    cli("label", *urls, *small, "--out", str(out))
+    rows = [json.loads(line) for line in (out / "labels.jsonl").read_text().splitlines()]
+    assert 2 <= len(rows) <= 4 and len({r["problem_id"] for r in rows}) == 2
+    for row in rows:
+        assert row["problem_id"].startswith("gsm8k-train-")
+        assert len(row["draft_correct"]) == len(row["base_correct"]) == 2
+        assert row["advantage"] == pytest.approx(row["base_rate"] - row["draft_rate"])
+        assert row["harmful"] == (row["advantage"] >= 0.5)
+        assert row["step"].strip() and isinstance(row["steps"], list)
+    assert len(load_labelled_steps(out / "labels.jsonl")) == len(rows)
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["settings"]["m"] == 2 and meta["seed"] == 0 and meta["base_model"]
+    # resumable: the same command does nothing new
+    again = cli("label", *urls, *small, "--out", str(out))
+    assert "labelled 0 draft steps from 0 problems (2 already done)" in again.stdout
+
+    # the judge benchmark reads them
+    judged = tmp_path / "judged"
+    cli(
+        "bench",
+        "judges",
+        *urls,
+        "--labels",
+        str(out / "labels.jsonl"),
+        "--measures",
+        "likelihood,confidence,arithmetic",
+        "--out",
+        str(judged),
+        "--no-progress",
+    )
+    summary = json.loads((judged / "summary.json").read_text())
+    assert summary["fit_on_dev"] is False
+    for name, row in summary["judges"].items():
+        assert {"auroc", "n", "harmful"} <= set(row), name
+    # AUROC needs both kinds; with two problems there may be one kind only (then no rows)
+    assert all(row["n"] == len(rows) for row in summary["judges"].values())
+
+
+def test_tune_on_two_dev_problems_writes_a_config_the_chat_model_answers_with(servers, tmp_path):
+    out = tmp_path / "tune"
+    done = cli(
+        "tune",
+        "--draft-url",
+        servers.draft_url,
+        "--base-url",
+        servers.base_url,
+        "--dev-count",
+        "2",
+        "--heldout-count",
+        "2",
+        "--judges",
+        "arithmetic+likelihood",
+        "--thresholds",
+        "-1000,0",
+        "--first-n-base-steps",
+        "0",
+        "--budget",
+        "32",
+        "--answer-max-tokens",
+        "24",
+        "--no-progress",
+        "--out",
+        str(out),
+    )
+    report = json.loads((out / "tune.json").read_text())
+    assert report["choice"] in ("specreason", "sd", "base")
+    assert done.stdout.startswith(report["choice"] + ":")
+    names = [m["name"] for m in report["dev"]]
+    assert names[0] == "base" and len(names) == 3  # base and the two settings (no sd here)
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert {r["split"] for r in records} == {"dev", "heldout"}
+    assert all(r["config"]["lookahead"] is False for r in records)
+    assert (out / "tuned.toml").is_file() and (out / "pareto.png").is_file()
+    llm = ChatSpecReason(
+        draft_url=servers.draft_url, base_url=servers.base_url, config_file=str(out / "tuned.toml")
+    )
+    assert llm.spec_config().budget == 32
+    assert llm.invoke("What is 12*7?").content.strip()
