@@ -98,8 +98,7 @@ def test_tune_on_two_dev_problems_writes_a_config_the_chat_model_answers_with(se
         "2",
         "--judges",
         "arithmetic+likelihood",
-        "--thresholds",
-        "-1000,0",
+        "--thresholds=-1000,0",  # with "=": a value starting with "-" is not a flag
         "--first-n-base-steps",
         "0",
         "--budget",
