@@ -49,6 +49,10 @@ from .servers import ServerSource, add_api_key_flag, api_key_of
 
 RESULTS = "results.jsonl"
 TUNED = "tuned.toml"
+NO_SD = {
+    True: " (sd not measured: give --sd-base-url, a base server with speculative decoding)",
+    False: " (sd not measured: the profile has no sd variant)",
+}
 
 
 @dataclass(frozen=True)
@@ -270,7 +274,7 @@ async def run_tune(args: argparse.Namespace) -> int:
     variants: list[str | None] = [None] + ([DEFAULT_SD_VARIANT] if has_sd else [])
     print(
         f"tune: {len(dev)} dev and {len(held)} held-out problems, {len(runs)} settings"
-        f"{'' if has_sd else ' (no sd: the profile has no sd variant)'}; in {out}",
+        f"{'' if has_sd else NO_SD[source.explicit]}; in {out}",
         file=sys.stderr,
         flush=True,
     )
