@@ -352,6 +352,19 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             values = _build_model_kwargs(values, get_pydantic_field_names(cls) | ALIASES)
         return values
 
+    def replace(self, **changes: Any) -> ChatSpecReason:
+        """A validated copy with ``changes`` (knobs or fields).
+
+        The endpoints, checkpointer, URLs, keys and clients given to this model are kept.
+        """
+        kept = {
+            name: getattr(self, name) for name in type(self).model_fields if name not in changes
+        }
+        copy = type(self)(**{**kept, **changes})
+        if not any(k.endswith(("_url", "_endpoint", "api_key", "_model")) for k in changes):
+            copy._endpoints = self._endpoints  # the same servers: keep their clients too
+        return copy
+
     # -- wiring ---------------------------------------------------------------------------
     def spec_config(self, **overrides: Any) -> SpecReasonConfig:
         """The :class:`SpecReasonConfig` these fields describe, with a call's ``overrides``.

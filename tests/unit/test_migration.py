@@ -64,3 +64,18 @@ def test_an_endpoint_error_never_carries_a_url_password():
     err = EndpointError("draft", "http://user:pw@h:8101/v1", "unreachable")
     assert str(err) == "draft endpoint at http://***@h:8101/v1: unreachable"
     assert ":pw@" not in err.url
+
+
+def test_replace_keeps_the_servers_checkpointer_and_keys():
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    saver = InMemorySaver()
+    llm = ChatSpecReason(**URLS, checkpointer=saver, api_key="k", default_headers={"X": "1"})
+    stricter = llm.replace(likelihood_threshold=-2.0)
+    assert stricter.spec_config().likelihood_threshold == -2.0
+    assert llm.spec_config().likelihood_threshold != -2.0  # the original is unchanged
+    assert (stricter.draft_url, stricter.base_url) == (URLS["draft_url"], URLS["base_url"])
+    assert stricter.checkpointer is saver and stricter.api_key.get_secret_value() == "k"
+    assert stricter.default_headers == {"X": "1"}
+    with pytest.raises(ConfigError, match="threshold"):
+        llm.replace(threshold=12)
