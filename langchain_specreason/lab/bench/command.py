@@ -49,7 +49,7 @@ from .modes import (
 from .report import write_report
 from .results import RESULTS, RUNS, JsonlAppender, ResultKey, done_keys, read_records
 from .runner import BENCH_DEFAULTS, GENERATION_FIELDS, BenchSettings, Sinks, run_group
-from .servers import ServerSource, add_api_key_flag, api_key_of
+from .servers import ServerSource, add_server_flags, api_key_of
 
 
 def add_parser(subparsers: Any) -> None:
@@ -60,16 +60,7 @@ def add_parser(subparsers: Any) -> None:
         description="Benchmark SpecReason against its baselines (accuracy, latency); resumable.",
     )
     servers = p.add_argument_group("servers")
-    servers.add_argument(
-        "--profile", default="cpu", help="serve profile whose servers are started (default: cpu)"
-    )
-    servers.add_argument("--draft-url", help="use this running draft server instead")
-    servers.add_argument("--base-url", help="use this running base server instead")
-    servers.add_argument(
-        "--sd-base-url",
-        help="with --draft-url/--base-url: base server running speculative "
-        "decoding, for modes sd and specreason+sd",
-    )
+    add_server_flags(servers, sd=True)
     servers.add_argument(
         "--sd-variant",
         default=DEFAULT_SD_VARIANT,
@@ -87,8 +78,6 @@ def add_parser(subparsers: Any) -> None:
         help="or run this router folder in-process (no server; for machines "
         "without the memory for a third vLLM server)",
     )
-    add_api_key_flag(servers)
-    servers.add_argument("--family", help="prompt family (default: the profile's)")
     data = p.add_argument_group("problems")
     data.add_argument(
         "--dataset",

@@ -50,7 +50,7 @@ from .results import JsonlAppender, read_records
 from .servers import (
     ServerPair,
     ServerSource,
-    add_api_key_flag,
+    add_server_flags,
     api_key_of,
     reset_prefix_cache,
 )
@@ -73,11 +73,7 @@ def add_parser(subparsers: Any) -> None:
         help="judge quality on right and corrupted GSM8K steps",
         description=__doc__.split("\n\n")[0],
     )
-    p.add_argument("--profile", default="cpu", help="serve profile started (default: cpu)")
-    p.add_argument("--draft-url", help="use this running draft server instead")
-    p.add_argument("--base-url", help="use this running base server instead")
-    add_api_key_flag(p)
-    p.add_argument("--family", help="prompt family (default: the profile's)")
+    add_server_flags(p)
     p.add_argument("--limit", type=int, default=100, help="GSM8K train problems (default 100)")
     p.add_argument("--seed", type=int, default=0, help="which step is judged, corruptions")
     p.add_argument(

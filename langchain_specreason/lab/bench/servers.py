@@ -35,6 +35,27 @@ def add_api_key_flag(group: Any) -> None:
     )
 
 
+def add_server_flags(group: Any, *, sd: bool = False) -> None:
+    """The server flags the tools share, declared once.
+
+    ``--profile``, ``--draft-url``, ``--base-url`` (``--sd-base-url`` with ``sd``),
+    ``--api-key`` and ``--family``.
+    """
+    group.add_argument(
+        "--profile", default="cpu", help="serve profile whose servers are started (default: cpu)"
+    )
+    group.add_argument("--draft-url", help="use this running draft server instead")
+    group.add_argument("--base-url", help="use this running base server instead")
+    if sd:
+        group.add_argument(
+            "--sd-base-url",
+            help="with --draft-url/--base-url: a running base server with speculative "
+            "decoding (modes sd and specreason+sd)",
+        )
+    add_api_key_flag(group)
+    group.add_argument("--family", help="prompt family (default: the profile's)")
+
+
 def api_key_of(args: Any) -> str | None:
     """The clients' key of parsed flags: ``--api-key``, else the environment's."""
     return client_api_key(getattr(args, "api_key", None))

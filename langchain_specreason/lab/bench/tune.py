@@ -45,7 +45,7 @@ from .modes import DEFAULT_SD_VARIANT, Run
 from .replay import ReplayEndpoint
 from .results import JsonlAppender, read_records
 from .runner import BenchSettings, Solver
-from .servers import ServerSource, add_api_key_flag, api_key_of
+from .servers import ServerSource, add_server_flags, api_key_of
 
 RESULTS = "results.jsonl"
 TUNED = "tuned.toml"
@@ -180,12 +180,7 @@ def add_parser(subparsers: Any) -> None:
         help="find the fastest setting that keeps the base model's accuracy (or say: use sd)",
         description=__doc__.split("\n\n")[0],
     )
-    p.add_argument("--profile", default="cpu", help="serve profile started (default: cpu)")
-    p.add_argument("--draft-url", help="use this running draft server instead")
-    p.add_argument("--base-url", help="use this running base server instead")
-    p.add_argument("--sd-base-url", help="a running base server with speculative decoding")
-    add_api_key_flag(p)
-    p.add_argument("--family", help="prompt family (default: the profile's)")
+    add_server_flags(p, sd=True)
     p.add_argument("--dataset", default="gsm8k-train", help="dev problems (never a test set)")
     p.add_argument("--seed", type=int, default=0, help="seed of the problem shuffle")
     p.add_argument("--dev-count", type=int, default=20)

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..bench.servers import add_api_key_flag, api_key_of
+from ..bench.servers import add_server_flags, api_key_of
 
 
 def add_parser(subparsers: Any) -> None:
@@ -28,11 +28,7 @@ def add_parser(subparsers: Any) -> None:
         help="label draft steps by base-model rollouts "
         "(judge-independent; for `bench judges --labels`)",
     )
-    p.add_argument("--profile", default="cpu", help="serve profile started (default: cpu)")
-    p.add_argument("--draft-url", help="use this running draft server instead")
-    p.add_argument("--base-url", help="use this running base server instead")
-    add_api_key_flag(p)
-    p.add_argument("--family", help="prompt family (default: the profile's)")
+    add_server_flags(p)
     p.add_argument(
         "--dataset",
         default="gsm8k-train",

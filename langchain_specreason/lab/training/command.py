@@ -20,7 +20,7 @@ from typing import Any
 from ...arbitrage.features import ROUTER_MAX_TOKENS
 from ...errors import ConfigError
 from ..bench.command import add_generation_flags
-from ..bench.servers import add_api_key_flag, api_key_of
+from ..bench.servers import add_server_flags, api_key_of
 
 
 def add_parser(subparsers: Any) -> None:
@@ -29,13 +29,7 @@ def add_parser(subparsers: Any) -> None:
     sub = p.add_subparsers(dest="arbitrage_command", required=True)
 
     label = sub.add_parser("label", help="run the oracle over problems; write labelled steps")
-    label.add_argument(
-        "--profile", default="cpu", help="serve profile whose servers are started (default: cpu)"
-    )
-    label.add_argument("--draft-url", help="use this running draft server instead")
-    label.add_argument("--base-url", help="use this running base server instead")
-    add_api_key_flag(label)
-    label.add_argument("--family", help="prompt family (default: the profile's)")
+    add_server_flags(label)
     label.add_argument(
         "--dataset",
         default="gsm8k-train",
