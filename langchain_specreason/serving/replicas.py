@@ -29,7 +29,9 @@ The router does not check API keys: it forwards the client's ``Authorization`` h
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -128,6 +130,7 @@ def plan_replicas(
     roles: Sequence[Role] = ("draft", "base"),
     policy: str = DEFAULT_POLICY,
     replica_port: int | None = None,
+    gpus: int | None = None,
 ) -> ReplicaPlan:
     """Lay out ``replicas`` servers per role and a router per role (see the module's table).
 
@@ -159,9 +162,13 @@ def plan_replicas(
         )
     specs: dict[Role, tuple[ServerSpec, ...]] = {}
     port = first
+    devices = replica_devices(profile, pooled, replicas, gpus) if profile.device == "gpu" else {}
     for role in pooled:
         spec = profile.draft if role == "draft" else profile.base
-        specs[role] = tuple(replace(spec, port=port + i) for i in range(replicas))
+        specs[role] = tuple(
+            replace(spec, port=port + i, env=_with_devices(spec.env, devices.get((role, i))))
+            for i in range(replicas)
+        )
         port += replicas
     routers: dict[Role, RouterSpec] = {}
     for role in pooled:
@@ -176,6 +183,71 @@ def plan_replicas(
         )
         port += 1
     return ReplicaPlan(specs, routers)
+
+
+def visible_gpus() -> int | None:
+    """GPUs this machine shows: ``CUDA_VISIBLE_DEVICES``, else ``nvidia-smi -L`` (or None)."""
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return len([d for d in listed.split(",") if d.strip()])
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return sum(line.startswith("GPU ") for line in out.stdout.splitlines())
+
+
+def replica_devices(
+    profile: Profile, roles: Sequence[Role], replicas: int, gpus: int | None = None
+) -> dict[tuple[Role, int], str]:
+    """``CUDA_VISIBLE_DEVICES`` of each GPU replica: the profile's devices, shifted per replica.
+
+    Replica 0 keeps the profile's devices; replica i adds i times the number of devices the
+    profile uses, so no two replicas share a device (``gpu-2x``, 2 replicas: draft 0 and 2,
+    base 1 and 3). More devices than the machine has is a :class:`ConfigError`.
+    """
+    own = {role: _devices(profile.draft if role == "draft" else profile.base) for role in roles}
+    used = sorted({d for ds in own.values() for d in ds})
+    if not used:
+        raise ConfigError(
+            f"profile {profile.name!r}: a GPU server without "
+            "CUDA_VISIBLE_DEVICES cannot be replicated onto its own devices"
+        )
+    stride = max(used) + 1
+    out = {
+        (role, i): ",".join(str(d + i * stride) for d in own[role])
+        for role in roles
+        for i in range(replicas)
+    }
+    need = stride * replicas
+    have = visible_gpus() if gpus is None else gpus
+    if have is not None and need > have:
+        raise ConfigError(
+            f"{replicas} replicas of profile {profile.name!r} need {need} GPUs (each replica "
+            f"its own), this machine shows {have}; use --replicas {max(1, have // stride)}"
+        )
+    return out
+
+
+def _devices(spec: ServerSpec) -> list[int]:
+    value = dict(spec.env).get("CUDA_VISIBLE_DEVICES", "")
+    try:
+        return [int(d) for d in value.split(",") if d.strip()]
+    except ValueError:
+        raise ConfigError(f"CUDA_VISIBLE_DEVICES={value!r}: expected device numbers") from None
+
+
+def _with_devices(
+    env: tuple[tuple[str, str], ...], devices: str | None
+) -> tuple[tuple[str, str], ...]:
+    if devices is None:
+        return env
+    return (
+        *((k, v) for k, v in env if k != "CUDA_VISIBLE_DEVICES"),
+        ("CUDA_VISIBLE_DEVICES", devices),
+    )
 
 
 def _root(spec: ServerSpec) -> str:

@@ -410,3 +410,23 @@ def test_the_router_command_parses_with_the_routers_own_parser():
         parsed.health_check_interval_secs,
     ) == (5, 3, 5)
     assert parsed.api_key is None
+
+
+def test_gpu_replicas_each_get_their_own_devices():
+    plan = plan_replicas(load_profile("gpu-2x"), 2, gpus=4)
+    devices = {
+        (role, i): dict(spec.env)["CUDA_VISIBLE_DEVICES"]
+        for role, specs in plan.replicas.items()
+        for i, spec in enumerate(specs)
+    }
+    assert devices == {("draft", 0): "0", ("draft", 1): "2", ("base", 0): "1", ("base", 1): "3"}
+    one = plan_replicas(load_profile("gpu-1x"), 2, gpus=2)  # both roles share device 0
+    assert [dict(s.env)["CUDA_VISIBLE_DEVICES"] for s in one.replicas["base"]] == ["0", "1"]
+    with pytest.raises(ConfigError, match=r"need 4 GPUs .* this machine shows 2; use --replicas 1"):
+        plan_replicas(load_profile("gpu-2x"), 2, gpus=2)
+
+
+def test_cpu_replicas_keep_the_profile_environment():
+    plan = plan_replicas(load_profile("cpu-test"), 2)
+    envs = {dict(s.env).get("CUDA_VISIBLE_DEVICES") for s in plan.replicas["base"]}
+    assert envs == {None}
