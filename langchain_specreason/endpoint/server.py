@@ -778,6 +778,12 @@ class OpenAIEndpoint:
             raise EndpointError(
                 self.name, self.base_url, f"stream broke off ({type(exc).__name__}: {exc})"
             ) from exc
+        if final.finish_reason is None:  # a cut stream would pass for a finished answer
+            raise EndpointError(
+                self.name,
+                self.base_url,
+                "stream ended without a finish reason (cut off before the server finished)",
+            )
         final.tool_calls = [tool_parts[i] for i in sorted(tool_parts)]
         final.seconds = time.perf_counter() - start
         yield final

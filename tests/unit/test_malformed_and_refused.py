@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx2
 import pytest
 
@@ -94,3 +96,20 @@ async def test_a_malformed_draft_reply_falls_back_to_the_base_model_with_a_warni
         out = await graph.ainvoke(QUESTION)
     assert out["draft_down"].startswith("draft endpoint at http://t/v1: malformed reply")
     assert [s["author"] for s in out["steps"]] == ["base", "base"]
+
+
+async def test_a_stream_that_ends_without_a_finish_reason_is_an_error_not_a_stop():
+    chunk = {
+        "id": "x",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"content": "The answer is 4"}, "finish_reason": None}],
+    }
+    body = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+    reply = httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
+    got = []
+    with pytest.raises(EndpointError, match="stream ended without a finish reason"):
+        async for item in endpoint(reply).stream(REQUEST):
+            got.append(item.text)
+    assert got == ["The answer is 4"]  # what came is delivered, then the error
