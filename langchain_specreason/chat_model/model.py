@@ -321,6 +321,21 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     _discovered: bool = PrivateAttr(default=False)
     _own_profile: bool = PrivateAttr(default=True)
 
+    @classmethod
+    def is_lc_serializable(cls) -> bool:
+        """``dumpd`` / ``load`` round-trip the model (keys travel as secrets, not values)."""
+        return True
+
+    @classmethod
+    def get_lc_namespace(cls) -> list[str]:
+        """Where ``load`` finds the class: ``["langchain_specreason", "chat_model"]``."""
+        return ["langchain_specreason", "chat_model"]
+
+    @property
+    def lc_secrets(self) -> dict[str, str]:
+        """The keys' environment variables: ``dumpd`` writes these names, never the keys."""
+        return {"api_key": "SPECREASON_BASE_API_KEY", "draft_api_key": "SPECREASON_DRAFT_API_KEY"}
+
     def __repr_args__(self) -> Any:
         """Fields as ``repr`` shows them: no header secret, no password in a URL."""
         for name, value in super().__repr_args__():

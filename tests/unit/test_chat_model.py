@@ -371,3 +371,35 @@ async def test_given_endpoints_and_a_custom_judge_are_what_the_run_uses():
     assert judge.seen[:2] == ["S0.\n\n", "S1.\n\n"]
     assert (meta["steps_accepted"], meta["steps_rewritten"]) == (2, 1)
     assert model.base_endpoint.judge_calls() == []  # the named judge was not asked
+
+
+def test_dumpd_load_round_trip_keeps_the_knobs_and_never_writes_a_key(monkeypatch):
+    from langchain_core.load import dumpd, load
+
+    from langchain_specreason import ChatSpecReason
+
+    monkeypatch.setenv("SPECREASON_BASE_API_KEY", "sk-from-env")
+    llm = ChatSpecReason(
+        draft_url="http://d/v1",
+        base_url="http://b/v1",
+        api_key="sk-from-env",
+        likelihood_threshold=-2.0,
+        judge="arithmetic+likelihood",
+    )
+    data = dumpd(llm)
+    assert "sk-from-env" not in str(data)
+    assert data["kwargs"]["api_key"] == {
+        "lc": 1,
+        "type": "secret",
+        "id": ["SPECREASON_BASE_API_KEY"],
+    }
+    back = load(
+        data,
+        valid_namespaces=["langchain_specreason"],
+        allowed_objects=[ChatSpecReason],
+        secrets_from_env=True,
+    )
+    assert isinstance(back, ChatSpecReason)
+    assert back.spec_config() == llm.spec_config()
+    assert back.api_key.get_secret_value() == "sk-from-env"
+    assert back.dict() == llm.dict()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from langchain_tests.unit_tests import ChatModelUnitTests
 
 from langchain_specreason import ChatSpecReason
@@ -46,3 +47,12 @@ class TestChatSpecReasonUnit(ChatModelUnitTests):
     @property
     def supports_model_override(self) -> bool:
         return False  # two models are involved; override them at construction
+
+    @pytest.mark.xfail(
+        strict=True,
+        reason="langchain-core's load(allowed_objects='all'), which this standard test uses, "
+        "admits only the classes of langchain-core's own mapping; a package outside it loads "
+        "with allowed_objects=[ChatSpecReason] (test_chat_model.py: the round trip)",
+    )
+    def test_serdes(self, model, snapshot) -> None:  # type: ignore[override]
+        super().test_serdes(model, snapshot)
