@@ -23,6 +23,8 @@ FLAGS = [
     "gsm8k",
     "--modes",
     "base,specreason",
+    "--judge",
+    "score",
     "--threshold",
     "7",
     "--budget",

@@ -104,6 +104,8 @@ def test_plan_from_flags(tmp_path):
             str(path),
             "--modes",
             "base,specreason",
+            "--judge",
+            "score",
             "--threshold",
             "5,9",
             "--budget",
@@ -254,3 +256,10 @@ def test_a_runs_threshold_is_named_by_its_judge():
     assert Run("arbitrage", 0.5).setting == "tau"
     assert Run("oracle", 1.0).label == "oracle margin=1"
     assert Run("base").setting is None
+
+
+def test_the_bench_judge_defaults_to_the_librarys():
+    from langchain_specreason.config import DEFAULT_JUDGE
+
+    args = build_parser().parse_args(["bench", *URLS, "--modes", "specreason"])
+    assert args.judge == DEFAULT_JUDGE

@@ -113,9 +113,10 @@ def add_parser(subparsers: Any) -> None:
     )
     runs.add_argument(
         "--judge",
-        default="score",
+        default=config_default("judge"),
         help="SpecReason modes: judge name(s), comma list; a+b cascades "
-        "(score, likelihood, confidence, arithmetic; default: score)",
+        f"(score, likelihood, confidence, arithmetic; default: the library's, "
+        f"{config_default('judge')})",
     )
     runs.add_argument(
         "--logprob-threshold",
