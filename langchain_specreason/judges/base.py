@@ -109,3 +109,18 @@ class StepScorer(Protocol):
     ) -> Score:
         """Rate ``step`` written after ``steps`` in reply to ``conversation``."""
         ...
+
+
+def threshold_verdict(score: Score, threshold: float) -> Verdict:
+    """The one rule of threshold judges: keep the step when its score is at least ``threshold``.
+
+    The score's costs and details carry over.
+    """
+    return Verdict(
+        score=score.value,
+        accept=score.value >= threshold,
+        seconds=score.seconds,
+        prompt_tokens=score.prompt_tokens,
+        cached_tokens=score.cached_tokens,
+        detail=score.detail,
+    )

@@ -30,7 +30,7 @@ from typing import Any
 from ..config import Aggregate
 from ..endpoint import TokenScorer
 from ..formats import PromptFormat, continue_messages
-from .base import Score, StepContext, Verdict
+from .base import Score, StepContext, Verdict, threshold_verdict
 
 MATH_CHARS = frozenset("0123456789+-*/=×÷·%$")
 """A token holding one of these is a *math token* (the ``math`` aggregate reads only those)."""
@@ -205,14 +205,7 @@ class LikelihoodJudge:
     async def judge(self, ctx: StepContext) -> Verdict:
         """Score the step's tokens under the base model and compare with the threshold."""
         s = await self.scorer.score(ctx.conversation, ctx.steps, ctx.step)
-        return Verdict(
-            score=s.value,
-            accept=s.value >= self.threshold,
-            seconds=s.seconds,
-            prompt_tokens=s.prompt_tokens,
-            cached_tokens=s.cached_tokens,
-            detail=s.detail,
-        )
+        return threshold_verdict(s, self.threshold)
 
 
 class ConfidenceJudge:

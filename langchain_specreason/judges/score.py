@@ -19,7 +19,7 @@ from typing import Any
 from ..config import ScoreMethod, Wording
 from ..endpoint import ChatRequest, Endpoint
 from ..formats import PromptFormat
-from .base import Score, StepContext, Verdict
+from .base import Score, StepContext, Verdict, threshold_verdict
 
 JUDGE_QUESTION = (
     "Rate only the last paragraph of your reply above: is it factually correct and "
@@ -187,11 +187,4 @@ class BaseModelJudge:
     async def judge(self, ctx: StepContext) -> Verdict:
         """Score the draft step with the base model and compare with the threshold."""
         s = await self.scorer.score(ctx.conversation, ctx.steps, ctx.step)
-        return Verdict(
-            score=s.value,
-            accept=s.value >= self.threshold,
-            seconds=s.seconds,
-            prompt_tokens=s.prompt_tokens,
-            cached_tokens=s.cached_tokens,
-            detail=s.detail,
-        )
+        return threshold_verdict(s, self.threshold)

@@ -109,3 +109,22 @@ def test_unknown_profile_and_variant_errors():
         load_profile("cpu", variant="eagle3")
     with pytest.raises(ConfigError, match="cannot share port"):
         load_profile("cpu", draft_port=7000, base_port=7000)
+
+
+def test_the_vllm_plugin_reports_whether_its_patches_applied():
+    from langchain_specreason.serving.vllm_plugin import report
+
+    assert report(True, True, "0.32.0") == (
+        "langchain-specreason vLLM plugin: prefix-cache reads applied (vLLM 0.32.0)"
+    )
+    line = report(False, True, "0.40.1")
+    assert "NOT applied (request patch missing, logprob rows ok)" in line
+    assert line.endswith("; untested vLLM (tested: 0.32)")
+
+
+@pytest.mark.needs_vllm
+def test_the_vllm_plugin_applies_to_the_installed_vllm(capsys):
+    from langchain_specreason.serving import vllm_plugin
+
+    assert vllm_plugin._patch_request() and vllm_plugin._patch_logprob_rows()
+    assert vllm_plugin.vllm_version().startswith("0.32")
