@@ -552,7 +552,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         self,
         tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
         *,
-        tool_choice: str | dict[str, Any] | None = None,
+        tool_choice: str | dict[str, Any] | bool | None = None,
         strict: bool | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
@@ -566,8 +566,10 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         formatted = [
             closed_if_no_parameters(convert_to_openai_tool(t, strict=strict)) for t in tools
         ]
-        if tool_choice == "any":
+        if tool_choice is True or tool_choice == "any":  # as ChatOpenAI: True means required
             tool_choice = "required"
+        elif tool_choice is False:
+            tool_choice = None
         elif isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "required"):
             tool_choice = {"type": "function", "function": {"name": tool_choice}}
         return super().bind(tools=formatted, tool_choice=tool_choice, **kwargs)

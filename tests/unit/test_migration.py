@@ -79,3 +79,17 @@ def test_replace_keeps_the_servers_checkpointer_and_keys():
     assert stricter.default_headers == {"X": "1"}
     with pytest.raises(ConfigError, match="threshold"):
         llm.replace(threshold=12)
+
+
+def test_tool_choice_true_means_required_as_with_chatopenai():
+    def add(a: int, b: int) -> int:
+        """Add a and b."""
+        return a + b
+
+    llm = ChatSpecReason(**URLS)
+    assert llm.bind_tools([add], tool_choice=True).kwargs["tool_choice"] == "required"
+    assert llm.bind_tools([add], tool_choice=False).kwargs["tool_choice"] is None
+    assert llm.bind_tools([add], tool_choice="add").kwargs["tool_choice"] == {
+        "type": "function",
+        "function": {"name": "add"},
+    }
