@@ -321,6 +321,19 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     _discovered: bool = PrivateAttr(default=False)
     _own_profile: bool = PrivateAttr(default=True)
 
+    def _get_llm_string(self, stop: list[str] | None = None, **kwargs: Any) -> str:
+        """LangChain's cache key: every serialized option, and what does not serialize.
+
+        A custom judge and given endpoints change the answer: they count by identity.
+        """
+        parts = [super()._get_llm_string(stop=stop, **kwargs)]
+        for name in ("custom_judge", "draft_endpoint", "base_endpoint"):
+            given = getattr(self, name)
+            if given is not None:
+                kind = type(given)
+                parts.append(f"{name}={kind.__module__}.{kind.__qualname__}@{id(given):x}")
+        return "---".join(parts)
+
     @classmethod
     def is_lc_serializable(cls) -> bool:
         """``dumpd`` / ``load`` round-trip the model (keys travel as secrets, not values)."""

@@ -93,3 +93,20 @@ def test_tool_choice_true_means_required_as_with_chatopenai():
         "type": "function",
         "function": {"name": "add"},
     }
+
+
+def test_the_cache_key_holds_every_option_that_changes_the_answer():
+    class Judge:
+        async def judge(self, ctx):  # pragma: no cover - never called here
+            raise AssertionError
+
+    plain = ChatSpecReason(**URLS)
+    keys = {
+        "plain": plain._get_llm_string(),
+        "extra_body": ChatSpecReason(**URLS, extra_body={"min_p": 0.1})._get_llm_string(),
+        "url": ChatSpecReason(**{**URLS, "draft_url": "http://d2/v1"})._get_llm_string(),
+        "judge": ChatSpecReason(**URLS, custom_judge=Judge())._get_llm_string(),
+        "threshold": ChatSpecReason(**URLS, likelihood_threshold=-1.0)._get_llm_string(),
+    }
+    assert len(set(keys.values())) == len(keys)
+    assert ChatSpecReason(**URLS)._get_llm_string() == keys["plain"]  # same options, same key
