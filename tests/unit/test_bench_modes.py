@@ -228,10 +228,10 @@ def test_base_first_steps_are_part_of_a_runs_identity():
         ["greedy"],
         judges=["arithmetic+likelihood"],
         logprob_thresholds=[-3.5],
-        base_steps=2,
+        first_n_base_steps=2,
     )
     assert runs == [Run("specreason", -3.5, None, None, "arithmetic+likelihood", 2)]
-    assert runs[0].label == "specreason arithmetic+likelihood base-first=2 t=-3.5"
+    assert runs[0].label == "specreason arithmetic+likelihood first_n_base_steps=2 t=-3.5"
     assert runs[0].key("p") != Run("specreason", -3.5, None, None, "arithmetic+likelihood").key("p")
     assert (
         Run.of(

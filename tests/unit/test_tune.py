@@ -53,7 +53,7 @@ def test_grid_expands_every_setting_and_checks_the_judges():
     runs = grid.runs()
     assert len(runs) == 8
     assert {r.mode for r in runs} == {"specreason", "specreason+sd"}
-    assert {(r.threshold, r.base_steps) for r in runs} == {
+    assert {(r.threshold, r.first_n_base_steps) for r in runs} == {
         (-3.0, 0),
         (-3.0, 2),
         (-2.5, 0),

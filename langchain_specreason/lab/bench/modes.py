@@ -62,9 +62,9 @@ class Run:
     judge: str | None = None
     """SpecReason modes: the judge when it is not ``score`` (``threshold`` is then on that
     judge's scale: a log-probability for ``likelihood`` and ``confidence``)."""
-    base_steps: int = 0
-    """SpecReason modes: the base model writes the first ``base_steps`` steps itself
-    (``first_n_base_steps``), e.g. the plan of the solution."""
+    first_n_base_steps: int = 0
+    """SpecReason modes: the base model writes the first this many steps itself (the config's
+    own name, end to end), e.g. the plan of the solution."""
 
     @property
     def setting(self) -> str | None:
@@ -90,8 +90,8 @@ class Run:
             mode = f"{mode}[{self.variant}]"
         if self.judge is not None:
             mode = f"{mode} {self.judge}"
-        if self.base_steps:
-            mode = f"{mode} base-first={self.base_steps}"
+        if self.first_n_base_steps:
+            mode = f"{mode} first_n_base_steps={self.first_n_base_steps}"
         if self.threshold is None:
             return mode
         if self.mode not in SPECREASON_MODES:
@@ -109,7 +109,7 @@ class Run:
             self.score_method,
             self.variant,
             self.judge,
-            self.base_steps,
+            self.first_n_base_steps,
             str(problem_id),
         )
 
@@ -118,7 +118,7 @@ class Run:
         return (
             MODES.index(self.mode) if self.mode in MODES else len(MODES),
             self.judge or "",
-            self.base_steps,
+            self.first_n_base_steps,
             -1.0 if self.threshold is None else self.threshold,
             self.score_method or "",
             self.variant or "",
@@ -249,7 +249,7 @@ def expand_runs(
     sd_variant: str = DEFAULT_SD_VARIANT,
     judges: Iterable[str] = ("score",),
     logprob_thresholds: Iterable[float] = (-0.5,),
-    base_steps: int = 0,
+    first_n_base_steps: int = 0,
 ) -> list[Run]:
     """The runs of a plan, in the given mode order.
 
@@ -269,15 +269,16 @@ def expand_runs(
                 if last == "score":
                     named = None if judge == "score" else judge
                     runs += [
-                        Run(mode, t, m, variant, named, base_steps)
+                        Run(mode, t, m, variant, named, first_n_base_steps)
                         for t in thresholds
                         for m in score_methods
                     ]
                 elif last == "arithmetic":
-                    runs.append(Run(mode, None, None, variant, judge, base_steps))
+                    runs.append(Run(mode, None, None, variant, judge, first_n_base_steps))
                 else:
                     runs += [
-                        Run(mode, t, None, variant, judge, base_steps) for t in logprob_thresholds
+                        Run(mode, t, None, variant, judge, first_n_base_steps)
+                        for t in logprob_thresholds
                     ]
         elif mode == "arbitrage":
             runs += [Run(mode, tau) for tau in taus]

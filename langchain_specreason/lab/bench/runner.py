@@ -106,7 +106,7 @@ class BenchSettings:
         if run.mode in SPECREASON_MODES:
             extra.update(
                 judge_settings(run.judge or "score", run.threshold),
-                first_n_base_steps=run.base_steps,
+                first_n_base_steps=run.first_n_base_steps,
             )
         if run.score_method is not None:
             extra["score_method"] = run.score_method
@@ -269,7 +269,7 @@ class Solver:
             "logprob_aggregate": self.config.logprob_aggregate
             if self.run.mode in SPECREASON_MODES and self.run.judge
             else None,
-            "first_n_base_steps": self.run.base_steps or None,
+            "first_n_base_steps": self.run.first_n_base_steps or None,
             "config": self.config.as_dict(),
             "correct": graded.correct,
             "prediction": graded.prediction,
