@@ -362,8 +362,11 @@ class OpenAIEndpoint:
         return self._limit(self.judge_timeout)
 
     async def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        async with self._gate():
-            return await self._retried(fn, *args, **kwargs)
+        async def attempt() -> Any:  # the slot is held per attempt, not through back-off
+            async with self._gate():
+                return await fn(*args, **kwargs)
+
+        return await self._retried(attempt)
 
     async def _retried(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -737,6 +740,14 @@ class OpenAIEndpoint:
         tool_parts: dict[int, dict[str, Any]] = {}
         try:
             async for chunk in stream:
+                if time.perf_counter() - start > self.timeout:  # a trickle, each read in time
+                    await stream.close()
+                    raise EndpointError(
+                        self.name,
+                        self.base_url,
+                        f"generation took longer than timeout={self.timeout:g} s in all "
+                        "(the stream kept sending, too slowly)",
+                    )
                 if chunk.usage is not None:
                     _add_usage(final, chunk.usage)
                 for choice in chunk.choices:

@@ -113,3 +113,89 @@ async def test_a_stream_that_ends_without_a_finish_reason_is_an_error_not_a_stop
         async for item in endpoint(reply).stream(REQUEST):
             got.append(item.text)
     assert got == ["The answer is 4"]  # what came is delivered, then the error
+
+
+async def test_a_trickling_stream_hits_the_overall_generation_limit():
+    import asyncio
+
+    async def trickle():
+        for i in range(50):
+            chunk = {
+                "id": "x",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": "m",
+                "choices": [{"index": 0, "delta": {"content": f"{i} "}, "finish_reason": None}],
+            }
+            yield f"data: {json.dumps(chunk)}\n\n".encode()
+            await asyncio.sleep(0.1)  # each read well within the read timeout
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        if request.url.path.endswith("/models"):
+            return httpx2.Response(200, json=MODELS)
+        return httpx2.Response(
+            200, content=trickle(), headers={"content-type": "text/event-stream"}
+        )
+
+    slow = OpenAIEndpoint(
+        "http://t/v1",
+        name="base",
+        timeout=0.5,
+        max_retries=0,
+        transport=httpx2.MockTransport(handler),
+    )
+    got = []
+    with pytest.raises(EndpointError, match=r"took longer than timeout=0\.5 s in all"):
+        async for item in slow.stream(REQUEST):
+            got.append(item.text)
+    assert 2 <= len(got) <= 8  # cut near half a second, not after all 50 pieces
+
+
+async def test_the_concurrency_slot_is_released_while_a_call_waits_to_retry():
+    import asyncio
+
+    order: list[str] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        if request.url.path.endswith("/models"):
+            return httpx2.Response(200, json=MODELS)
+        body = json.loads(request.content)
+        who = body["messages"][0]["content"]
+        order.append(who)
+        if who == "busy" and order.count("busy") == 1:
+            return httpx2.Response(429, headers={"retry-after": "1"}, json={"message": "busy"})
+        return httpx2.Response(
+            200,
+            json={
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": who},
+                        "finish_reason": "stop",
+                    }
+                ],
+            },
+        )
+
+    one = OpenAIEndpoint(
+        "http://t/v1",
+        name="base",
+        model="m",
+        max_retries=1,
+        max_concurrency=1,
+        transport=httpx2.MockTransport(handler),
+    )
+    first = asyncio.ensure_future(
+        one.complete(ChatRequest([{"role": "user", "content": "busy"}], 5))
+    )
+    await asyncio.sleep(0.2)  # the first call got its 429 and waits 1 s to retry
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    second = await one.complete(ChatRequest([{"role": "user", "content": "free"}], 5))
+    assert second.text == "free" and loop.time() - start < 0.5  # not queued behind the wait
+    assert (await first).text == "busy"
+    assert order == ["busy", "free", "busy"]
