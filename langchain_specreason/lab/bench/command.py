@@ -25,7 +25,7 @@ from tqdm import tqdm
 from ...config import add_config_flags, config_default
 from ...errors import ConfigError
 from ...serving.profiles import load_profile
-from .datasets import GRADERS, Problem, is_file_dataset, load_problems
+from .datasets import Problem, add_dataset_flags, is_file_dataset, load_problems
 from .judgebench import add_parser as add_judges_parser
 from .judgebench import run_judges
 from .load import add_parser as add_load_parser
@@ -79,21 +79,7 @@ def add_parser(subparsers: Any) -> None:
         "without the memory for a third vLLM server)",
     )
     data = p.add_argument_group("problems")
-    data.add_argument(
-        "--dataset",
-        default="gsm8k",
-        help="gsm8k, math500, aime2024, gpqa-diamond, or a .jsonl path",
-    )
-    data.add_argument("--question-field", default="question", help="JSONL: question field")
-    data.add_argument("--answer-field", default="answer", help="JSONL: gold answer field")
-    data.add_argument("--id-field", help="JSONL: problem id field (default: line number)")
-    data.add_argument(
-        "--grader",
-        default="auto",
-        choices=["auto", *GRADERS],
-        help="JSONL: how answers are graded (auto: from the gold answer)",
-    )
-    data.add_argument("--limit", type=int, help="only the first N problems")
+    add_dataset_flags(data, grader=True)
     runs = p.add_argument_group("runs")
     runs.add_argument(
         "--modes",

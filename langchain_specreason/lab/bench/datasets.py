@@ -238,3 +238,26 @@ def load_problems(
     if dup is not None:
         raise InputError(f"dataset {where}: problem id {dup!r} appears more than once")
     return problems[:limit] if limit else problems
+
+
+def add_dataset_flags(group: Any, *, default: str = "gsm8k", grader: bool = False) -> None:
+    """The problem-set flags the tools share, declared once.
+
+    ``--dataset``, the JSONL field names, ``--limit`` (and ``--grader`` with ``grader``).
+    """
+    group.add_argument(
+        "--dataset",
+        default=default,
+        help=f"{', '.join(BUILTIN)}, or a .jsonl path (default: {default})",
+    )
+    group.add_argument("--question-field", default="question", help="JSONL: question field")
+    group.add_argument("--answer-field", default="answer", help="JSONL: gold answer field")
+    group.add_argument("--id-field", help="JSONL: problem id field (default: line number)")
+    if grader:
+        group.add_argument(
+            "--grader",
+            default="auto",
+            choices=["auto", *GRADERS],
+            help="JSONL: how answers are graded (auto: from the gold answer)",
+        )
+    group.add_argument("--limit", type=int, help="only the first N problems")

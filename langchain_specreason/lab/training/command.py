@@ -20,6 +20,7 @@ from typing import Any
 from ...arbitrage.features import ROUTER_MAX_TOKENS
 from ...errors import ConfigError
 from ..bench.command import add_generation_flags
+from ..bench.datasets import add_dataset_flags
 from ..bench.servers import add_server_flags, api_key_of
 
 
@@ -30,15 +31,7 @@ def add_parser(subparsers: Any) -> None:
 
     label = sub.add_parser("label", help="run the oracle over problems; write labelled steps")
     add_server_flags(label)
-    label.add_argument(
-        "--dataset",
-        default="gsm8k-train",
-        help="gsm8k-train (default), gsm8k, math500, or a .jsonl path",
-    )
-    label.add_argument("--question-field", default="question", help="JSONL: question field")
-    label.add_argument("--answer-field", default="answer", help="JSONL: gold answer field")
-    label.add_argument("--id-field", help="JSONL: problem id field (default: line number)")
-    label.add_argument("--limit", type=int, help="only the first N problems")
+    add_dataset_flags(label, default="gsm8k-train")
     label.add_argument(
         "--out", help="label folder; reuse one to resume (default: runs/labels-<dataset>)"
     )
