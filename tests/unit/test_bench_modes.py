@@ -32,7 +32,7 @@ def test_parse_lists():
         parse_modes(" , ")
     with pytest.raises(ConfigError, match="not a number"):
         parse_thresholds("high")
-    with pytest.raises(ConfigError, match="between 0 and 10"):
+    with pytest.raises(ConfigError, match="threshold: Input should be less than or equal to 10"):
         parse_thresholds("11")
     with pytest.raises(ConfigError, match="unknown score method"):
         parse_score_methods("max")
@@ -204,7 +204,7 @@ def test_judge_settings_reach_the_config():
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("0.5", "log-probability threshold is at most 0"),
+        ("0.5", "likelihood_threshold: Input should be less than or equal to 0"),
         ("-1,abc", "log-probability threshold 'abc' is not a number"),
         (" ", "--logprob-threshold is empty"),
     ],

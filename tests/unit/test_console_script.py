@@ -71,7 +71,7 @@ def test_models_list_names_the_catalog():
                 "--base-url",
                 "http://127.0.0.1:9/v1",
             ),
-            "log-probability threshold is at most 0",
+            "likelihood_threshold: Input should be less than or equal to 0",
         ),
         (
             (

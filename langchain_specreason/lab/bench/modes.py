@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...config import JUDGES, THRESHOLD_FIELDS, parse_judge
+from ...config import JUDGES, THRESHOLD_FIELDS, SpecReasonConfig, parse_judge
 from ...errors import ConfigError
 
 MODES: tuple[str, ...] = (
@@ -166,16 +166,29 @@ def parse_modes(text: str) -> list[str]:
 
 
 def _parse_numbers(
-    text: str, *, name: str, high: float, out_of_range: str, empty: str, low: float = 0.0
+    text: str,
+    *,
+    name: str,
+    empty: str,
+    field: str | None = None,
+    high: float = 0.0,
+    out_of_range: str = "",
+    low: float = 0.0,
 ) -> list[float]:
-    """Numbers of a comma list, each in ``[low, high]``, duplicates removed; ConfigError else."""
+    """Numbers of a comma list, duplicates removed; ConfigError for one out of range.
+
+    With ``field``, the range is that :class:`SpecReasonConfig` field's own (validated once,
+    where the field is declared); else ``[low, high]``.
+    """
     values: list[float] = []
     for part in _items(text):
         try:
             value = float(part)
         except ValueError:
             raise ConfigError(f"{name} {part!r} is not a number") from None
-        if not low <= value <= high:
+        if field is not None:
+            SpecReasonConfig(**{field: value})  # raises ConfigError naming the field
+        elif not low <= value <= high:
             raise ConfigError(f"{out_of_range}, got {part}")
         values.append(value)
     if not values:
@@ -188,8 +201,7 @@ def parse_thresholds(text: str) -> list[float]:
     return _parse_numbers(
         text,
         name="threshold",
-        high=10,
-        out_of_range="threshold must be between 0 and 10",
+        field="threshold",
         empty="--threshold is empty; give a number 0-10 or a comma list",
     )
 
@@ -233,9 +245,7 @@ def parse_logprob_thresholds(text: str) -> list[float]:
     return _parse_numbers(
         text,
         name="log-probability threshold",
-        low=float("-inf"),
-        high=0,
-        out_of_range="a log-probability threshold is at most 0",
+        field="likelihood_threshold",
         empty="--logprob-threshold is empty; give a number <= 0 or a list",
     )
 
