@@ -47,6 +47,12 @@ class TestChatSpecReasonIntegration(ChatModelIntegrationTests):
             "step_max_tokens": 32,
             "seed": 0,
             "extra_body": {"frequency_penalty": 0.5},
+            # The default `math` reading reads a step without digits by its least likely
+            # word: on a joke it rejects the draft and the base model's rewritten step holds a
+            # JSON cut by this suite's 48-token budget, after which the 0.5B's json_object
+            # answer loses the keys (seen: {"stronger": ..., "weaker": ...}). The suite tests
+            # LangChain plumbing, not the judge: the mean reading keeps these prose steps.
+            "logprob_aggregate": "mean",
         }
 
     @property
