@@ -109,10 +109,16 @@ def split(
 
 
 def summarise_labels(
-    records: Sequence[dict[str, Any]], dev: Sequence[dict[str, Any]] | None = None
+    records: Sequence[dict[str, Any]],
+    dev: Sequence[dict[str, Any]] | None = None,
+    model: LogisticModel | None = None,
 ) -> dict[str, Any]:
-    """``{"judges": {NAME: {...}}, "fit_on_dev": bool}`` for the labelled results ``records``."""
-    model = fit_on(dev) if dev else None
+    """``{"judges": {NAME: {...}}, "fit_on_dev": bool}`` for the labelled results ``records``.
+
+    ``model``: the learned reading already fitted on ``dev`` (fitted here when not given).
+    """
+    if model is None and dev:
+        model = fit_on(dev)
     dev_scores = all_scores(dev, model) if dev else {}
     scores = all_scores(records, model)
     harm = harmful_of(records)
@@ -214,7 +220,7 @@ def markdown(summary: dict[str, Any], title: str) -> str:
 
 
 def plot_label_roc(
-    records: Sequence[dict[str, Any]], path: Path, dev: Sequence[dict[str, Any]] | None = None
+    records: Sequence[dict[str, Any]], path: Path, model: LogisticModel | None = None
 ) -> Path | None:
     """One ROC panel: harmless steps kept against harmful steps kept, per reading."""
     try:
@@ -224,7 +230,6 @@ def plot_label_roc(
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    model = fit_on(dev) if dev else None
     scores = all_scores(records, model)
     harm = harmful_of(records)
     fig, ax = plt.subplots(figsize=(6.4, 5.2))
@@ -258,7 +263,8 @@ def write_label_report(out: Path, dev: Path | None = None) -> list[Path]:
     """``summary.md``, ``summary.json`` and ``roc.png`` of a labelled judge-benchmark folder."""
     records = read_records(out / "results.jsonl")
     dev_records = read_records(dev / "results.jsonl") if dev else None
-    summary = summarise_labels(records, dev_records)
+    model = fit_on(dev_records) if dev_records else None  # fitted once, for table and plot
+    summary = summarise_labels(records, dev_records, model)
     summary["config_defaults"] = {
         k: SpecReasonConfig().as_dict()[k]
         for k in ("judge", "likelihood_threshold", "logprob_aggregate", "threshold", "score_method")
@@ -271,5 +277,5 @@ def write_label_report(out: Path, dev: Path | None = None) -> list[Path]:
         markdown(summary, f"Judges on {steps} labelled draft steps"), encoding="utf-8"
     )
     paths[1].write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    png = plot_label_roc(records, out / "roc.png", dev_records)
+    png = plot_label_roc(records, out / "roc.png", model)
     return paths + ([png] if png else [])
