@@ -302,28 +302,13 @@ async def run_tune(args: argparse.Namespace) -> int:
                 replay=True,
                 progress=not args.no_progress,
             )
-        base = measured([r for r in records if r["split"] == "dev"], Run("base"), dev)
-        sd = (
-            measured(
-                [r for r in records if r["split"] == "dev"],
-                Run("sd", variant=DEFAULT_SD_VARIANT),
-                dev,
-            )
-            if has_sd
-            else None
-        )
+        dev_records = [r for r in records if r["split"] == "dev"]
+        base = measured(dev_records, Run("base"), dev)
+        sd = measured(dev_records, Run("sd", variant=DEFAULT_SD_VARIANT), dev) if has_sd else None
         cands = [
             m
             for r in runs
-            if (
-                m := measured(
-                    [x for x in records if x["split"] == "dev"],
-                    r,
-                    dev,
-                    settings.config(r).as_dict(),
-                )
-            )
-            is not None
+            if (m := measured(dev_records, r, dev, settings.config(r).as_dict())) is not None
         ]
         assert base is not None
         choice = choose(base, sd, cands, args.max_accuracy_loss)
