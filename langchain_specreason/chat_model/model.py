@@ -506,36 +506,72 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             reasoning_output=get_format(self.family).thinking_end is not None,
         )
 
-    def _discover(self) -> None:
-        """Once, before the first call: ask the servers for their models and windows.
+    def _discovery_targets(self, on_caller_loop: bool) -> list[OpenAIEndpoint]:
+        """The servers to ask for their models and windows, once (later calls get none).
 
-        For LangSmith's ``ls_model_name`` and ``profile["max_input_tokens"]``. One
-        ``/v1/models`` request to each server built from a URL, no retry; a server that does
-        not answer leaves them to be learned by the first call. Skipped with your own HTTP
-        clients (each serves one event loop; this would bind it to the sync API's).
+        On the sync API's loop a server with your own HTTP client is skipped (each client
+        serves one event loop; asking would bind it to that loop).
         """
         if self._discovered:
-            return
+            return []
         self._discovered = True
         try:
             endpoints = [self.endpoint("draft"), self.endpoint("base")]
         except ConfigError:
-            return
-        servers = [
+            return []
+        return [
             e
             for e in endpoints
             if isinstance(e, OpenAIEndpoint)
-            and e.http_client is None
-            and e.http_async_client is None
+            and (on_caller_loop or (e.http_client is None and e.http_async_client is None))
         ]
-        if not servers or threading.current_thread().name == "specreason-sync":
-            return  # scripted endpoints, or called on the sync API's own loop thread
+
+    def _discover(self) -> None:
+        """Once, before the first sync call: ask the servers for their models and windows.
+
+        For LangSmith's ``ls_model_name`` and ``profile["max_input_tokens"]``. One
+        ``/v1/models`` request to each server built from a URL, no retry; a server that does
+        not answer leaves them to be learned by the first call. Never on a thread whose event
+        loop is running (that would block it): the async API asks with
+        :meth:`_adiscover` instead.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            return  # an event loop runs here: the async entry points discover with await
+        if self._discovered or threading.current_thread().name == "specreason-sync":
+            return  # done, or called on the sync API's own loop thread
+        servers = self._discovery_targets(on_caller_loop=False)
+        if not servers:
+            return
 
         async def ask() -> None:
             await asyncio.gather(*(e.discover() for e in servers), return_exceptions=True)
 
         run_sync(ask())
         self._learn_window([e._window or None for e in servers])
+
+    async def _adiscover(self) -> None:
+        """:meth:`_discover` on the caller's event loop: awaited, the loop keeps running."""
+        servers = self._discovery_targets(on_caller_loop=True)
+        if servers:
+            await asyncio.gather(*(e.discover() for e in servers), return_exceptions=True)
+            self._learn_window([e._window or None for e in servers])
+
+    async def agenerate(self, *args: Any, **kwargs: Any) -> Any:
+        """As :meth:`BaseChatModel.agenerate`, after the first discovery (awaited)."""
+        await self._adiscover()
+        return await super().agenerate(*args, **kwargs)
+
+    async def astream(  # type: ignore[override]
+        self, *args: Any, **kwargs: Any
+    ) -> AsyncIterator[AIMessageChunk]:
+        """As :meth:`BaseChatModel.astream`, after the first discovery (awaited)."""
+        await self._adiscover()
+        async for chunk in super().astream(*args, **kwargs):
+            yield chunk
 
     def _learn_window(self, windows: Sequence[int | None]) -> None:
         """``profile["max_input_tokens"]``: the smaller window of the servers, once known."""
