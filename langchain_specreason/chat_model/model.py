@@ -565,7 +565,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         await self._adiscover()
         return await super().agenerate(*args, **kwargs)
 
-    async def astream(  # type: ignore[override]
+    async def astream(
         self, *args: Any, **kwargs: Any
     ) -> AsyncIterator[AIMessageChunk]:
         """As :meth:`BaseChatModel.astream`, after the first discovery (awaited)."""
