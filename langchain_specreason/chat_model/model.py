@@ -565,9 +565,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         await self._adiscover()
         return await super().agenerate(*args, **kwargs)
 
-    async def astream(
-        self, *args: Any, **kwargs: Any
-    ) -> AsyncIterator[AIMessageChunk]:
+    async def astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[AIMessageChunk]:
         """As :meth:`BaseChatModel.astream`, after the first discovery (awaited)."""
         await self._adiscover()
         async for chunk in super().astream(*args, **kwargs):
