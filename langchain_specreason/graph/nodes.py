@@ -71,64 +71,101 @@ class Parts:
 
 
 async def start(state: SpecReasonState, *, parts: Parts) -> dict[str, Any]:
-    """Check the conversation, fit the budget to the servers' window, reset the run."""
+    """Check the conversation, fit the budget to each server's window, reset the run."""
     conversation = to_openai_messages(state.get("messages") or [])  # InputError if unusable
     tools = (state.get("answer_options") or {}).get("tools")
-    window, input_tokens = await _window_and_input(parts, conversation, tools)
-    budget = parts.config.budget
-    if window is not None:
-        budget = fitted_budget(parts.config, window, input_tokens)
+    fit = await _fit(parts, conversation, tools)
+    if fit.draft_skipped:
+        warnings.warn(fit.draft_skipped, UserWarning, stacklevel=1)
+        get_stream_writer()(
+            Fallback(type="fallback", step=0, endpoint=parts.draft.name, reason=fit.draft_skipped)
+        )
     return {
         "steps": [],
         "pending": None,
         "lookahead": None,
         "tokens_used": 0,
         "repeats": 0,
-        "stop": None if budget > 0 else "budget",
-        "draft_down": None,
-        "budget": budget,
-        "window": window,
+        "stop": None if fit.budget > 0 else "budget",
+        "draft_down": fit.draft_skipped,
+        "budget": fit.budget,
+        "window": fit.window,
         "answer": "",
         "answer_tokens": 0,
         "answer_s": 0.0,
         "answer_prompt_tokens": 0,
         "answer_finish": "",
-        "input_tokens": input_tokens,
+        "input_tokens": fit.input_tokens,
     }
 
 
-async def _window_and_input(
-    parts: Parts, conversation: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-) -> tuple[int | None, int]:
-    """The smaller context window of the two servers and the conversation's tokens.
+@dataclass(frozen=True)
+class _Fit:
+    """A run's budget fitted to each server's window, counted by each server's tokenizer."""
 
-    ``(None, 0)`` when the endpoints do not report a window. A draft server that cannot be
-    asked is left to the ``draft`` node (the base model then writes the steps).
+    budget: int
+    window: int | None
+    input_tokens: int
+    draft_skipped: str | None = None
+
+
+async def _fit(
+    parts: Parts, conversation: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+) -> _Fit:
+    """The budget that keeps every prompt of either model inside its own server's window.
+
+    Each server counts the conversation with its own tokenizer (they may differ). The base
+    model must fit (else :class:`ContextLengthError`); a conversation that fits the base but
+    not the draft is written by the base alone, and says so. Endpoints that report no window
+    leave the configured budget. A draft server that cannot be asked is left to the ``draft``
+    node (the base model then writes the steps).
     """
-    windows: list[int] = []
-    for endpoint in (parts.base, parts.draft):
-        if not isinstance(endpoint, WindowedEndpoint):
-            continue
-        try:
-            window = await endpoint.max_model_len()
-        except EndpointError:
-            if endpoint is parts.base:
-                raise
-            continue
-        if window:
-            windows.append(window)
-    if not windows or not isinstance(parts.base, WindowedEndpoint):
-        return None, 0
-    window = min(windows)
-    input_tokens = await parts.base.count_tokens(conversation, tools=tools)
-    if input_tokens + PROMPT_RESERVE >= window:
+    config = parts.config
+    base = await _window_of(parts.base, conversation, tools)
+    if base is None:
+        return _Fit(config.budget, None, 0)
+    base_window, base_tokens = base
+    if base_tokens + PROMPT_RESERVE >= base_window:
         raise ContextLengthError(
             parts.base.name,
             getattr(parts.base, "base_url", ""),
-            f"the conversation has {input_tokens} tokens; the servers' context window is "
-            f"{window} (max_model_len); shorten it",
+            f"the conversation has {base_tokens} tokens; the base server's context window is "
+            f"{base_window} (max_model_len); shorten it",
         )
-    return window, input_tokens
+    budget = fitted_budget(config, base_window, base_tokens)
+    try:
+        draft = await _window_of(parts.draft, conversation, tools)
+    except EndpointError:
+        draft = None
+    if draft is None:
+        return _Fit(budget, base_window, base_tokens)
+    draft_window, draft_tokens = draft
+    # the draft's prompts: the conversation and the trace (and the answer, when it writes it)
+    answer = config.answer_max_tokens if config.answer_by == "draft" else 0
+    draft_budget = min(config.budget, draft_window - draft_tokens - PROMPT_RESERVE - answer)
+    if draft_budget <= 0 < budget:
+        return _Fit(
+            budget,
+            base_window,
+            base_tokens,
+            draft_skipped=f"the conversation has {draft_tokens} tokens by the draft's "
+            f"tokenizer and leaves no room in the draft server's context window of "
+            f"{draft_window}; the base model writes every step",
+        )
+    answerer = min(base_window, draft_window) if answer else base_window  # answer_room reads it
+    return _Fit(min(budget, draft_budget), answerer, base_tokens)
+
+
+async def _window_of(
+    endpoint: Endpoint, conversation: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+) -> tuple[int, int] | None:
+    """``(window, the conversation's tokens)`` by ``endpoint``'s server; None if unreported."""
+    if not isinstance(endpoint, WindowedEndpoint):
+        return None
+    window = await endpoint.max_model_len()
+    if not window:
+        return None
+    return window, await endpoint.count_tokens(conversation, tools=tools)
 
 
 async def _write_draft(
@@ -180,8 +217,8 @@ async def draft(state: SpecReasonState, config: RunnableConfig, *, parts: Parts)
         try:
             pending, done = await _write_draft(parts, state, config, index)
         except EndpointError as exc:  # the base model alone can always finish the run
-            if isinstance(exc, ContextLengthError):
-                raise  # the prompt itself is too long: the base cannot take it either
+            # (a ContextLengthError too: the draft's window or tokenizer is not the base's; if
+            # the base cannot take the prompt either, its own call says so)
             if exc.refused:
                 raise  # a rejected key or an unknown model is a mistake to fix, not an outage
             warnings.warn(

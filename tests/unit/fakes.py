@@ -141,13 +141,19 @@ def loopback_server(
 
 class WindowedScriptedEndpoint(ScriptedEndpoint):
     """A scripted endpoint that reports a context window and counts a prompt's tokens
-    (one token per word of its messages)."""
+    (``per_word`` tokens per word of its messages: two servers' tokenizers may differ)."""
 
     def __init__(
-        self, name: str, handler: Callable[[ChatRequest], Completion], *, window: int
+        self,
+        name: str,
+        handler: Callable[[ChatRequest], Completion],
+        *,
+        window: int,
+        per_word: int = 1,
     ) -> None:
         super().__init__(name, handler)
         self.window = window
+        self.per_word = per_word
 
     async def max_model_len(self) -> int | None:
         return self.window
@@ -159,4 +165,4 @@ class WindowedScriptedEndpoint(ScriptedEndpoint):
         continue_final: bool = False,
         tools: list[dict[str, Any]] | None = None,
     ) -> int:
-        return sum(len(str(m.get("content") or "").split()) for m in messages)
+        return self.per_word * sum(len(str(m.get("content") or "").split()) for m in messages)

@@ -316,9 +316,12 @@ async def test_every_call_of_a_run_carries_one_routing_key_and_runs_differ():
     server = FakeVLLM()
     model = served_model(server)
     await model.ainvoke("What is 12*7?")
-    first = [headers.get("x-session-id") for _, headers, _ in server.requests]
+    # before the first run, one /v1/models to each server (the served name, the window)
+    discovery = server.requests[:2]
+    assert [path for path, _, _ in discovery] == ["/v1/models", "/v1/models"]
+    first = [headers.get("x-session-id") for _, headers, _ in server.requests[2:]]
     await model.ainvoke("What is 13*7?")
-    second = [headers.get("x-session-id") for _, headers, _ in server.requests][len(first) :]
+    second = [headers.get("x-session-id") for _, headers, _ in server.requests][len(first) + 2 :]
     # the calls of a run (models, tokenize, steps, answer) share one key; a new run, a new key
     assert len(set(first)) == 1 and first[0]
     assert len(set(second)) == 1 and second[0] != first[0]

@@ -38,6 +38,7 @@ def test_the_budget_is_what_the_window_leaves_beside_the_conversation_and_the_an
 async def test_a_run_stops_at_the_fitted_budget_keeps_its_steps_and_answers_within_the_window():
     window = 5 + PROMPT_RESERVE + 64 + 35  # conversation, reserve, answer, 35 trace tokens
     draft, base = _pair(window)
+    base.window = window
     config = SpecReasonConfig(
         judge="score", budget=8192, answer_max_tokens=64, step_max_tokens=10, repeat_window=0
     )
@@ -56,6 +57,7 @@ async def test_a_run_stops_at_the_fitted_budget_keeps_its_steps_and_answers_with
 async def test_no_room_for_thinking_goes_straight_to_the_answer():
     window = 5 + PROMPT_RESERVE + 20
     draft, base = _pair(window)
+    base.window = window
     config = SpecReasonConfig(judge="score", answer_max_tokens=64)
     out = await create_specreason_graph(draft, base, config=config).ainvoke(QUESTION)
     assert (out["budget"], out["steps"], out["stop"]) == (0, [], "budget")
@@ -63,13 +65,68 @@ async def test_no_room_for_thinking_goes_straight_to_the_answer():
     assert base.generation_calls()[-1].max_tokens == 20  # what the window leaves
 
 
-async def test_a_conversation_that_does_not_fit_is_refused_before_any_generation():
+async def test_a_conversation_that_does_not_fit_the_base_is_refused_before_any_generation():
     draft, base = _pair(window=PROMPT_RESERVE + 3)
+    base.window = PROMPT_RESERVE + 3
     with pytest.raises(
         ContextLengthError,
-        match="the conversation has 5 tokens; the servers' context window is 131",
+        match="the conversation has 5 tokens; the base server's context window is 131",
     ):
         await create_specreason_graph(draft, base, config=SpecReasonConfig(judge="score")).ainvoke(
             QUESTION
         )
     assert draft.requests == [] and base.requests == []
+
+
+async def test_a_conversation_too_long_for_the_draft_alone_is_written_by_the_base():
+    # the draft's window is full with the conversation; the base's has room: the base writes
+    # every step (it used to be refused as a whole, a run the base could finish)
+    draft, base = _pair(window=PROMPT_RESERVE + 3)
+    base.handler = lambda r: (
+        score("9") if is_judge(r) else step("b b ", 2, end=len(base.requests) > 2)
+    )
+    config = SpecReasonConfig(judge="score", answer_max_tokens=64)
+    graph = create_specreason_graph(draft, base, config=config)
+    with pytest.warns(UserWarning, match="leaves no room in the draft server's context window"):
+        out = await graph.ainvoke(QUESTION)
+    assert draft.requests == []
+    assert out["steps"] and {s["author"] for s in out["steps"]} == {"base"}
+    assert "the base model writes every step" in out["draft_down"]
+    assert out["budget"] == fitted_budget(config, base.window, 5)
+
+
+async def test_each_server_counts_the_conversation_with_its_own_tokenizer():
+    # the draft's tokenizer gives 3 tokens a word: 15 by the draft against 5 by the base
+    draft, base = _pair(window=PROMPT_RESERVE + 40)
+    base.window = 100_000
+    draft.per_word = 3
+    config = SpecReasonConfig(judge="score", budget=8192, answer_max_tokens=64, repeat_window=0)
+    out = await create_specreason_graph(draft, base, config=config).ainvoke(QUESTION)
+    # the draft's window less its own count of the conversation (the base writes the answer)
+    assert out["budget"] == 40 - 15
+    assert out["tokens_used"] == 25 and out["stop"] == "budget"
+    assert [r.max_tokens for r in draft.requests] == [25, 15, 5]  # never past the draft's window
+
+
+async def test_a_draft_context_length_error_mid_run_hands_the_steps_to_the_base():
+    calls = {"n": 0}
+
+    def draft_step(request):
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise ContextLengthError("draft", "http://d/v1", "maximum context length exceeded")
+        return step("d d ", 2)
+
+    draft = WindowedScriptedEndpoint("draft", draft_step, window=100_000)
+    base = WindowedScriptedEndpoint(
+        "base",
+        lambda r: score("9") if is_judge(r) else step("b b ", 2, end=len(r.messages) > 0),
+        window=100_000,
+    )
+    config = SpecReasonConfig(judge="score", repeat_window=0)
+    with pytest.warns(UserWarning, match="the base model writes the remaining steps"):
+        out = await create_specreason_graph(draft, base, config=config).ainvoke(QUESTION)
+    assert [s["author"] for s in out["steps"]][:1] == ["draft"]
+    assert out["steps"][1]["author"] == "base"
+    assert "maximum context length" in out["draft_down"]
+    assert out["answer"]
