@@ -125,6 +125,9 @@ class SpecReasonConfig(BaseModel):
     :mod:`~.state`). Same trace; faster when the two models run on separate devices."""
     first_n_base_steps: int = Field(0, ge=0)
     """The base model writes the first n steps itself, without drafting."""
+    draft_cooldown: float = Field(30.0, ge=0)
+    """Seconds a draft server that just failed (down, or failing after its retries) is
+    skipped: runs in that time go to the base model at once and say so; 0 asks every run."""
     delimiter: str = Field("\n\n", min_length=1)
     """Text that ends a step."""
     temperature: float = Field(0.6, ge=0, le=2)

@@ -42,6 +42,7 @@ from ..judges import Judge, make_judge
 from ..state import SpecReasonInput, SpecReasonOutput, SpecReasonState
 from . import nodes
 from .answer import answer
+from .breaker import Breaker
 from .nodes import Parts
 from .steps import apply_step, next_node, step_finish, step_record
 
@@ -106,6 +107,7 @@ def create_specreason_graph(
         judge=judge or make_judge(cfg, draft, base, fmt),
         config=cfg,
         fmt=fmt,
+        breaker=Breaker(cfg.draft_cooldown),
     )
     builder = StateGraph(
         SpecReasonState, input_schema=SpecReasonInput, output_schema=SpecReasonOutput

@@ -11,7 +11,7 @@ import contextlib
 import dataclasses
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -24,6 +24,7 @@ from ..events import Done, Drafted, Fallback, Scored, Step
 from ..formats import PromptFormat, continue_messages, to_openai_messages
 from ..judges import Judge, StepContext
 from ..state import Decision, PendingStep, SpecReasonState, StepRecord
+from .breaker import Breaker
 from .steps import (
     PROMPT_RESERVE,
     apply_step,
@@ -45,6 +46,8 @@ class Parts:
     judge: Judge
     config: SpecReasonConfig
     fmt: PromptFormat
+    breaker: Breaker = field(default_factory=lambda: Breaker(0.0))
+    """Skips a draft server that just failed, across the runs of this graph."""
 
     @property
     def stops(self) -> list[str]:
@@ -213,6 +216,8 @@ async def draft(state: SpecReasonState, config: RunnableConfig, *, parts: Parts)
     ready = state.get("lookahead")
     if ready is not None and ready.get("index") == index:
         pending = ready  # drafted while the judge read the previous step
+    elif (skipped := parts.breaker.blocked()) is not None:
+        return _fall_back(parts, index, skipped)
     else:
         try:
             pending, done = await _write_draft(parts, state, config, index)
@@ -221,13 +226,10 @@ async def draft(state: SpecReasonState, config: RunnableConfig, *, parts: Parts)
             # the base cannot take the prompt either, its own call says so)
             if exc.refused:
                 raise  # a rejected key or an unknown model is a mistake to fix, not an outage
-            warnings.warn(
-                f"{exc}; the base model writes the remaining steps", UserWarning, stacklevel=1
-            )
-            get_stream_writer()(
-                Fallback(type="fallback", step=index, endpoint=parts.draft.name, reason=str(exc))
-            )
-            return {"lookahead": None, "pending": None, "draft_down": str(exc)}
+            if not isinstance(exc, ContextLengthError):  # an outage: later runs skip it too
+                parts.breaker.trip(str(exc))
+            return _fall_back(parts, index, str(exc))
+        parts.breaker.reset()
         if index == 0:
             update["input_tokens"] = done.prompt_tokens
     get_stream_writer()(
@@ -241,6 +243,15 @@ async def draft(state: SpecReasonState, config: RunnableConfig, *, parts: Parts)
     )
     update["pending"] = pending
     return update
+
+
+def _fall_back(parts: Parts, index: int, reason: str) -> dict[str, Any]:
+    """The base model writes this step and the rest: warned, streamed and in ``draft_down``."""
+    warnings.warn(f"{reason}; the base model writes the remaining steps", UserWarning, stacklevel=2)
+    get_stream_writer()(
+        Fallback(type="fallback", step=index, endpoint=parts.draft.name, reason=reason)
+    )
+    return {"lookahead": None, "pending": None, "draft_down": reason}
 
 
 async def _draft_ahead(

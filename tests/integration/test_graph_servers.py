@@ -154,7 +154,9 @@ async def test_context_longer_than_max_model_len_is_a_typed_error(servers):
     long_text = "apple " * (limit + 100)
     urls = (servers.draft_url, servers.base_url)
     before = [(await scrape(url))[REQUESTS] for url in urls]
-    with pytest.raises(ContextLengthError, match=f"the base server's context window is {limit}") as info:
+    with pytest.raises(
+        ContextLengthError, match=f"the base server's context window is {limit}"
+    ) as info:
         await make_graph(servers).ainvoke({"messages": [("user", long_text)]})
     assert info.value.endpoint == "base"  # it counted the conversation: refused up front
     assert [(await scrape(url))[REQUESTS] for url in urls] == before  # nothing generated
