@@ -7,11 +7,14 @@ Turn on LangSmith tracing with two environment variables; nothing in the code ch
     export LANGSMITH_PROJECT=specreason   # optional, default "default"
 
 Each call is one run (``ChatSpecReason``) holding the graph's run (``specreason``), its node
-runs, and one child run per server call:
+runs, and one LLM child run per server call (``run_type="llm"``, metadata
+``ls_provider="vllm"`` and ``ls_model_name`` = the served model, the call's tokens in its
+message's ``usage_metadata``, with ``cache_read``: LangSmith's token and cost columns work per
+model; what the call decided is in its ``llm_output``):
 
 * ``draft_step``: the draft model writes step n;
-* ``judge_step``: the judge reads it; outputs ``score`` (with the default judge, the base
-  model's log-probability of the step's least likely number or operator; ``score`` 0-9 with
+* ``judge_step``: the judge reads it; ``llm_output`` holds ``score`` (with the default judge,
+  the base model's log-probability of the step's least likely number or operator; 0-9 with
   ``judge="score"``) and ``decision`` (``accepted`` or ``rewritten``);
 * ``rewrite_step``: the base model writes a rejected step itself;
 * ``write_answer``: the base model writes the answer.
@@ -66,7 +69,7 @@ def shown(run: Run, depth: int) -> bool:
 def describe(run: Run) -> str:
     """One line: name, plus step, call, score and decision for the server calls."""
     meta = (run.extra or {}).get("metadata", {})
-    out = run.outputs or {}
+    out = (run.outputs or {}).get("llm_output") or {}  # a server call is an LLM run
     parts = [run.name]
     if "specreason_step" in meta:
         parts.append(f"step={meta['specreason_step']}")

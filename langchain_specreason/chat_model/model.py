@@ -16,12 +16,13 @@ from langchain_core.callbacks import (
     AsyncCallbackManager,
     AsyncCallbackManagerForLLMRun,
     CallbackManagerForLLMRun,
+    UsageMetadataCallbackHandler,
 )
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.chat_models import BaseChatModel, LangSmithParams
 from langchain_core.language_models.model_profile import ModelProfile
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, RemoveMessage
-from langchain_core.messages.ai import UsageMetadata
+from langchain_core.messages.ai import UsageMetadata, add_usage
 from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser
 from langchain_core.output_parsers.openai_tools import (
@@ -755,12 +756,16 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             options["stop"] = stop
         return options
 
-    def _run_config(self, run_manager: _Parent | None) -> RunnableConfig:
-        config: RunnableConfig = {}
+    def _run_config(
+        self, run_manager: _Parent | None, usage: UsageMetadataCallbackHandler
+    ) -> RunnableConfig:
+        """The graph's config: the caller's callbacks, and ``usage`` counting every call."""
+        config: RunnableConfig = {"callbacks": [usage]}
         if run_manager is not None:
+            handlers = [*run_manager.inheritable_handlers, usage]
             config["callbacks"] = AsyncCallbackManager(
-                handlers=run_manager.inheritable_handlers,
-                inheritable_handlers=run_manager.inheritable_handlers,
+                handlers=handlers,
+                inheritable_handlers=handlers,
                 parent_run_id=run_manager.run_id,
                 tags=run_manager.inheritable_tags,
                 inheritable_tags=run_manager.inheritable_tags,
@@ -792,7 +797,8 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             kwargs = {**kwargs, "stop": stop}
         start = time.perf_counter()
         state: dict[str, Any] = {}
-        config = self._run_config(run_manager)
+        usage = UsageMetadataCallbackHandler()  # every server call's tokens, by model
+        config = self._run_config(run_manager, usage)
         # output_version="v1" numbers content blocks by runs of one type (LangChain counts
         # them as the chunks pass): the calls' blocks follow the text's, not overlap them
         step_kind = "reasoning" if think else "text"
@@ -876,26 +882,35 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             message=AIMessageChunk(
                 content="",
                 usage_metadata=(
-                    self._usage(state, think)
+                    self._usage(state, think, usage.usage_metadata)
                     if answer is not None or kwargs.get("stream_usage", self.stream_usage)
                     else None
                 ),
-                response_metadata=self._metadata(state, wall, bool(calls)),
+                response_metadata={
+                    **self._metadata(state, wall, bool(calls)),
+                    "usage_by_model": dict(usage.usage_metadata),
+                },
                 chunk_position="last",
             )
         )
 
-    def _usage(self, state: dict[str, Any], think: bool) -> UsageMetadata:
-        trace = int(state.get("tokens_used") or 0)
-        answer = int(state.get("answer_tokens") or 0)
-        input_tokens = int(state.get("input_tokens") or 0)
-        usage = UsageMetadata(
-            input_tokens=input_tokens,
-            output_tokens=trace + answer,
-            total_tokens=input_tokens + trace + answer,
-        )
+    def _usage(
+        self, state: dict[str, Any], think: bool, by_model: dict[str, UsageMetadata]
+    ) -> UsageMetadata:
+        """The tokens of every server call of this call, totalled.
+
+        Draft steps (those drafted ahead too), judge readings, rewrites and the answer;
+        ``cache_read`` is the part of the prompts the servers' prefix caches held. The kept
+        trace is the ``reasoning`` part.
+        """
+        usage = UsageMetadata(input_tokens=0, output_tokens=0, total_tokens=0)
+        for counted in by_model.values():
+            usage = add_usage(usage, counted)
         if think:
-            usage["output_token_details"] = {"reasoning": trace}
+            usage["output_token_details"] = {
+                **usage.get("output_token_details", {}),
+                "reasoning": int(state.get("tokens_used") or 0),
+            }
         return usage
 
     def _metadata(self, state: dict[str, Any], wall: float, tool_calls: bool) -> dict[str, Any]:

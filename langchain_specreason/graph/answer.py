@@ -19,7 +19,7 @@ from ..state import SpecReasonState
 from .nodes import Parts
 from .steps import answer_room, step_texts
 from .toolcalls import Recovered, call_prefix, may_be_a_call, recover_tool_calls
-from .tracing import completion_outputs, traced_call
+from .tracing import Traced, completion_outputs, served_model, traced_call
 
 
 async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts) -> dict[str, Any]:
@@ -204,12 +204,8 @@ async def answer(state: SpecReasonState, config: RunnableConfig, *, parts: Parts
             },
             {"messages": request.messages},
             stream_answer,
-            lambda d: {
-                **completion_outputs(d),
-                "text": "".join(pieces),
-                "tool_calls": d.tool_calls,
-                "recovered_tool_calls": bool(recovered),
-            },
+            lambda d: _answered(d, "".join(pieces), bool(recovered)),
+            model=served_model(endpoint),
         )
         text = "".join(said)
     reasoning = fmt.thinking_end is not None or structured  # the trace apart from the reply
@@ -271,3 +267,18 @@ def _tool_call(tc: dict[str, Any]) -> Any:
             name=fn.get("name"), args=raw, id=tc.get("id"), error=f"unparsable arguments: {exc}"
         )
     return tool_call(name=fn.get("name", ""), args=args, id=tc.get("id"))
+
+
+def _answered(done: Completion, text: str, recovered: bool) -> Traced:
+    """The answer call's run: the text as streamed, its tool calls."""
+    traced = completion_outputs(done)
+    return dataclasses.replace(
+        traced,
+        text=text,
+        output={
+            **traced.output,
+            "text": text,
+            "tool_calls": done.tool_calls,
+            "recovered_tool_calls": recovered,
+        },
+    )

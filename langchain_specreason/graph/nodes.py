@@ -22,7 +22,7 @@ from ..endpoint import ChatRequest, Completion, Endpoint, WindowedEndpoint
 from ..errors import ContextLengthError, EndpointError
 from ..events import Done, Drafted, Fallback, Scored, Step
 from ..formats import PromptFormat, continue_messages, to_openai_messages
-from ..judges import Judge, StepContext
+from ..judges import Judge, StepContext, Verdict
 from ..state import Decision, PendingStep, SpecReasonState, StepRecord
 from .breaker import Breaker
 from .steps import (
@@ -34,7 +34,7 @@ from .steps import (
     step_record,
     step_texts,
 )
-from .tracing import completion_outputs, traced_call
+from .tracing import Traced, completion_outputs, served_model, traced_call
 
 
 @dataclass(frozen=True)
@@ -189,6 +189,7 @@ async def _write_draft(
         {"messages": request.messages},
         lambda: parts.draft.complete(request),
         completion_outputs,
+        model=served_model(parts.draft),
     )
     text, finish = step_finish(done, parts.config.delimiter, parts.fmt.thinking_end)
     pending: PendingStep = {
@@ -243,6 +244,24 @@ async def draft(state: SpecReasonState, config: RunnableConfig, *, parts: Parts)
     )
     update["pending"] = pending
     return update
+
+
+def _judged(verdict: Verdict) -> Traced:
+    """A judge call's run: its score and decision; one output token when a server read it."""
+    decision = "accepted" if verdict.accept else "rewritten"
+    return Traced(
+        text=f"{verdict.score:g} ({decision})",
+        prompt_tokens=verdict.prompt_tokens,
+        completion_tokens=1 if verdict.prompt_tokens else 0,  # max_tokens=1
+        cached_tokens=verdict.cached_tokens,
+        output={
+            "score": verdict.score,
+            "decision": decision,
+            "prompt_tokens": verdict.prompt_tokens,
+            "cached_tokens": verdict.cached_tokens,
+            **verdict.detail,
+        },
+    )
 
 
 def _fall_back(parts: Parts, index: int, reason: str) -> dict[str, Any]:
@@ -308,13 +327,8 @@ async def judge(state: SpecReasonState, config: RunnableConfig, *, parts: Parts)
             },
             {"step": pending["text"]},
             lambda: parts.judge.judge(_context(parts, state, pending)),
-            lambda v: {
-                "score": v.score,
-                "decision": "accepted" if v.accept else "rewritten",
-                "prompt_tokens": v.prompt_tokens,
-                "cached_tokens": v.cached_tokens,
-                **v.detail,
-            },
+            _judged,
+            model=served_model(parts.base),
         )
     )
     ahead = asyncio.ensure_future(_draft_ahead(parts, state, config)) if cfg.lookahead else None
@@ -407,6 +421,7 @@ async def rewrite(
             {"messages": request.messages},
             lambda: parts.base.complete(request),
             completion_outputs,
+            model=served_model(parts.base),
         )
     text, finish = step_finish(done, parts.config.delimiter, parts.fmt.thinking_end)
     update = _join(

@@ -1,16 +1,59 @@
-"""One server call as a child run, so LangSmith shows every draft, judgement and rewrite."""
+"""One server call as an LLM child run: LangSmith shows each with its model, tokens and cost.
+
+Each call is a chat-model run (``run_type="llm"``): its inputs are the messages sent, its
+output one generation whose message carries the call's ``usage_metadata`` (prompt tokens,
+of which ``cache_read`` were in the server's prefix cache, and completion tokens) and whose
+metadata names the served model (``ls_provider="vllm"``, ``ls_model_name``), which is what
+LangSmith's token and cost columns read. What the call decided (a judge's score, a step's
+finish) is in ``llm_output``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from langchain_core.callbacks import AsyncCallbackManager
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
+from langchain_core.messages.ai import UsageMetadata
+from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import RunnableConfig
 
 from ..endpoint import Completion
 
 T = TypeVar("T")
+
+PROVIDER = "vllm"
+"""``ls_provider`` of the server calls (LangSmith's pricing map: provider and model)."""
+
+
+@dataclass(frozen=True)
+class Traced:
+    """What a call's run shows: its text, token counts and what it decided."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int | None
+    output: dict[str, Any]
+    """The call's own outputs (score and decision, finish reason, ...): ``llm_output``."""
+
+    def usage(self) -> UsageMetadata:
+        """The call's tokens as LangChain counts them (``cache_read`` when reported)."""
+        usage = UsageMetadata(
+            input_tokens=self.prompt_tokens,
+            output_tokens=self.completion_tokens,
+            total_tokens=self.prompt_tokens + self.completion_tokens,
+        )
+        if self.cached_tokens is not None:
+            usage["input_token_details"] = {"cache_read": self.cached_tokens}
+        return usage
+
+
+def served_model(endpoint: object) -> str:
+    """The served model's name (what LangSmith prices), else the endpoint's role name."""
+    return str(getattr(endpoint, "model", None) or getattr(endpoint, "name", "model"))
 
 
 async def traced_call(
@@ -19,31 +62,64 @@ async def traced_call(
     metadata: dict[str, Any],
     inputs: dict[str, Any],
     call: Callable[[], Awaitable[T]],
-    outputs: Callable[[T], dict[str, Any]],
+    outputs: Callable[[T], Traced],
+    *,
+    model: str,
 ) -> T:
-    """Run one server call as a child run (LangSmith shows one per call, with ``metadata``)."""
+    """Run one server call as an LLM child run of ``model`` (with ``metadata``)."""
     manager = AsyncCallbackManager.configure(
         inheritable_callbacks=config.get("callbacks"),
-        local_metadata=metadata,
+        local_metadata={
+            **metadata,
+            "ls_provider": PROVIDER,
+            "ls_model_name": model,
+            "ls_model_type": "chat",
+        },
         local_tags=["specreason"],
     )
-    run = await manager.on_chain_start({"name": name}, inputs, name=name)
+    [run] = await manager.on_chat_model_start(
+        {"name": name}, [_messages(inputs)], name=name, invocation_params={"model": model}
+    )
     try:
         result = await call()
     except BaseException as exc:
-        await run.on_chain_error(exc)
+        await run.on_llm_error(exc)
         raise
-    await run.on_chain_end(outputs(result))
+    traced = outputs(result)
+    message = AIMessage(
+        content=traced.text,
+        usage_metadata=traced.usage(),
+        response_metadata={"model_name": model, "model_provider": PROVIDER},
+    )
+    await run.on_llm_end(
+        LLMResult(
+            generations=[[ChatGeneration(message=message)]],
+            llm_output={**traced.output, "model_name": model},
+        )
+    )
     return result
 
 
-def completion_outputs(done: Completion) -> dict[str, Any]:
-    """What a traced completion shows as its outputs."""
-    return {
-        "text": done.text,
-        "finish_reason": done.finish_reason,
-        "completion_tokens": done.completion_tokens,
-        "prompt_tokens": done.prompt_tokens,
-        "cached_tokens": done.cached_tokens,
-        "seconds": round(done.seconds, 4),
-    }
+def _messages(inputs: dict[str, Any]) -> list[BaseMessage]:
+    """The messages of a call as LangChain messages (a judge shows the step it reads)."""
+    if "messages" in inputs:
+        return convert_to_messages(inputs["messages"])
+    return [HumanMessage(content=str(inputs.get("step", "")))]
+
+
+def completion_outputs(done: Completion) -> Traced:
+    """What a traced completion shows."""
+    return Traced(
+        text=done.text,
+        prompt_tokens=done.prompt_tokens or 0,
+        completion_tokens=done.completion_tokens or 0,
+        cached_tokens=done.cached_tokens,
+        output={
+            "text": done.text,
+            "finish_reason": done.finish_reason,
+            "completion_tokens": done.completion_tokens,
+            "prompt_tokens": done.prompt_tokens,
+            "cached_tokens": done.cached_tokens,
+            "seconds": round(done.seconds, 4),
+        },
+    )

@@ -67,6 +67,12 @@ def test_sync_invoke_reports_usage_and_per_model_tokens(servers):
     assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
     split = msg.response_metadata["tokens_by_model"]
     assert split["draft"] + split["base"] > 0
+    # every server call counted, by served model; vLLM reports its prefix-cache hits
+    by_model = msg.response_metadata["usage_by_model"]
+    assert set(by_model) == {"smollm2-135m", "qwen2.5-coder-0.5b"}  # cpu-test's served names
+    assert sum(u["output_tokens"] for u in by_model.values()) == usage["output_tokens"]
+    assert usage["output_tokens"] >= split["draft"] + split["base"]
+    assert "cache_read" in usage["input_token_details"]
 
 
 async def test_token_count_is_exact_from_the_server(servers):
@@ -100,12 +106,14 @@ def test_default_settings_fit_the_servers_window(servers, monkeypatch):
     monkeypatch.setenv("SPECREASON_BASE_URL", servers.base_url)
     model = ChatSpecReason()
     assert model.budget == 8192 and model.judge == "arithmetic+likelihood"
-    msg = model.invoke("What is 2+2? Reply with just the number.")
+    question = "What is 2+2? Reply with just the number."
+    msg = model.invoke(question)
     assert msg.content.strip()  # what it says is the tiny test models' business
     stats = msg.response_metadata["specreason"]
     window = asyncio.run(OpenAIEndpoint(servers.base_url).max_model_len())
+    conversation = model.get_num_tokens_from_messages([HumanMessage(question)])
     assert stats["budget"] < 8192
-    assert stats["budget"] + msg.usage_metadata["input_tokens"] + model.answer_max_tokens < window
+    assert stats["budget"] + conversation + model.answer_max_tokens < window
 
 
 async def test_langsmith_name_and_profile_window_come_from_the_servers(servers):

@@ -106,9 +106,18 @@ async def test_invoke_metadata_and_usage_for_instruct_family():
     meta = msg.response_metadata
     assert meta["model_name"] is not None and meta["finish_reason"] == "stop"
     assert meta["specreason"]["steps_accepted"] == 2 and meta["specreason"]["steps_rewritten"] == 1
-    assert meta["tokens_by_model"] == {"draft": 12, "base": 5}
-    assert msg.usage_metadata["output_tokens"] == 13
-    assert msg.usage_metadata["total_tokens"] == msg.usage_metadata["input_tokens"] + 13
+    assert meta["tokens_by_model"] == {"draft": 12, "base": 5}  # in the kept trace
+    # usage counts every server call: 4 drafted steps of 4 tokens (steps 0 and 2, and steps
+    # 1 and 2 drafted ahead during the judge), 3 judge readings of one token, 1 rewrite of 5
+    by_model = meta["usage_by_model"]
+    assert {m: u["output_tokens"] for m, u in by_model.items()} == {"draft": 16, "base": 3 + 5}
+    usage = msg.usage_metadata
+    assert usage["output_tokens"] == 24
+    assert usage["input_tokens"] == sum(u["input_tokens"] for u in by_model.values()) > 0
+    assert usage["total_tokens"] == usage["input_tokens"] + 24
+    # each judge reading read 100 prompt tokens, 64 of them from the prefix cache
+    assert by_model["base"]["input_token_details"] == {"cache_read": 3 * 64}
+    assert usage["input_token_details"]["cache_read"] == 3 * 64
     # the judges' readings are reported apart, not as the user's input tokens
     judged = model.base_endpoint.judge_calls()
     assert len(judged) == 3 and meta["specreason"]["judge_calls"] == 3
@@ -119,6 +128,9 @@ def test_sync_invoke_and_stream_share_the_async_path():
     model = fake_model()
     assert model.invoke("q").content == "S0.\n\nB1.\n\nS2."
     assert "".join(c.content for c in model.stream("q")) == "S0.\n\nB1.\n\nS2."
+
+
+SERVER_CALLS = ("draft_step", "judge_step", "rewrite_step", "write_answer")
 
 
 async def test_tracing_has_a_child_run_per_server_call_with_step_metadata():
@@ -149,8 +161,22 @@ async def test_tracing_has_a_child_run_per_server_call_with_step_metadata():
     assert {parent(r) for r in runs["draft"] + runs["judge"] + runs["rewrite"]} == {"specreason"}
     judges = runs["judge_step"]
     assert [r.extra["metadata"]["specreason_step"] for r in judges] == [0, 1, 2]
-    assert [r.outputs["decision"] for r in judges] == ["accepted", "rewritten", "accepted"]
-    assert [r.outputs["score"] for r in judges] == [9.0, 2.0, 9.0]
+    decided = [r.outputs["llm_output"] for r in judges]
+    assert [o["decision"] for o in decided] == ["accepted", "rewritten", "accepted"]
+    assert [o["score"] for o in decided] == [9.0, 2.0, 9.0]
+    # every server call is an LLM run of its served model, with its tokens (LangSmith's token
+    # and cost columns read ls_provider, ls_model_name and the message's usage_metadata)
+    calls = [r for name in SERVER_CALLS for r in runs.get(name, [])]
+    assert {r.name for r in calls} >= {"draft_step", "judge_step", "rewrite_step"}
+    for run in calls:
+        assert run.run_type == "llm", run.name
+        meta = run.extra["metadata"]
+        role = "draft" if run.name == "draft_step" else "base"
+        assert (meta["ls_provider"], meta["ls_model_name"]) == ("vllm", role), run.name
+        [[generation]] = run.outputs["generations"]
+        usage = generation["message"]["kwargs"]["usage_metadata"]
+        assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+        assert usage["output_tokens"] > 0, run.name
     rewrite = runs["rewrite_step"][0]
     assert rewrite.extra["metadata"]["specreason_decision"] == "rewritten"
     assert rewrite.extra["metadata"]["specreason_score"] == 2.0
