@@ -466,7 +466,9 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
                 config=config,
                 judge=self.custom_judge,
                 family=self.family,
-                checkpointer=self.checkpointer,
+                # None would let LangGraph lend the run a parent graph's checkpointer (this
+                # model called inside a node): a chat model call is not a subgraph
+                checkpointer=self.checkpointer if self.checkpointer is not None else False,
                 name="specreason",
             )
         return self._graphs[key]
