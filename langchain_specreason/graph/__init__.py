@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from functools import partial
+from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -73,6 +74,7 @@ def create_specreason_graph(
     family: str | PromptFormat = "instruct",
     checkpointer: Checkpointer = None,
     name: str | None = "specreason",
+    context_schema: type[Any] | None = None,
 ) -> SpecReasonGraph:
     """Build the SpecReason graph over a draft and a base endpoint.
 
@@ -86,6 +88,8 @@ def create_specreason_graph(
             :class:`~.formats.PromptFormat`).
         checkpointer: any LangGraph checkpointer, to resume interrupted runs.
         name: the graph's name in traces.
+        context_schema: the run context's schema, shown by LangGraph Studio (the nodes do
+            not read it; ``studio.py`` builds a graph per setting).
 
     Returns:
         A compiled LangGraph graph. Input :class:`~.state.SpecReasonInput` (``messages``,
@@ -110,7 +114,10 @@ def create_specreason_graph(
         breaker=Breaker(cfg.draft_cooldown),
     )
     builder = StateGraph(
-        SpecReasonState, input_schema=SpecReasonInput, output_schema=SpecReasonOutput
+        SpecReasonState,
+        context_schema=context_schema,
+        input_schema=SpecReasonInput,
+        output_schema=SpecReasonOutput,
     )
     builder.add_node("start", partial(nodes.start, parts=parts))
     builder.add_node("draft", partial(nodes.draft, parts=parts))

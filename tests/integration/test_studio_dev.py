@@ -89,3 +89,28 @@ async def test_langgraph_dev_serves_the_graph_and_runs_a_thread(langgraph_dev):
     for step in out["steps"]:
         if step["decision"] in ("accepted", "rewritten"):
             assert step["score"] <= 0
+
+
+async def test_an_assistants_context_sets_the_judge(langgraph_dev):
+    client = get_client(url=langgraph_dev)
+    # Studio's assistant form writes the context: the score judge with a threshold no step
+    # reaches (scores are 0-9), so the base model writes every step the draft proposed
+    schema = (
+        await client.assistants.get_schemas(
+            (await client.assistants.search(graph_id="specreason"))[0]["assistant_id"]
+        )
+    )["context_schema"]
+    assert {"judge", "threshold", "budget"} <= set(schema["properties"])
+    strict = await client.assistants.create(
+        "specreason", context={"judge": "score", "threshold": 10}, name="strict"
+    )
+    thread = await client.threads.create()
+    out = await client.runs.wait(
+        thread["thread_id"],
+        strict["assistant_id"],
+        input={"messages": [{"role": "user", "content": "What is 12*7?"}]},
+    )
+    assert out["steps"]
+    judged = [s for s in out["steps"] if s["decision"] in ("accepted", "rewritten")]
+    assert judged and all(s["decision"] == "rewritten" for s in judged)
+    assert all(0 <= s["score"] <= 9 for s in judged)  # the score judge's digits, not logprobs

@@ -24,7 +24,7 @@ def test_langgraph_json_points_at_the_studio_graph(monkeypatch):
     module = importlib.import_module(path.removeprefix("./").removesuffix(".py").replace("/", "."))
     factory = getattr(module, attr)
     assert callable(factory)  # `langgraph dev` calls a factory; it cannot see a lazy attribute
-    graph = factory()
+    graph = factory({"configurable": {}}, None)
     assert set(NODES) <= set(graph.get_graph().nodes)
 
 
@@ -55,3 +55,68 @@ def test_the_factory_builds_once_per_configuration():
     assert graph_from_env(dict(env)) is first  # same settings: the same graph and endpoints
     other = graph_from_env({**env, "SPECREASON_JUDGE": "score"})
     assert other is not first
+
+
+ENV = {"SPECREASON_DRAFT_URL": "http://d/v1", "SPECREASON_BASE_URL": "http://b/v1"}
+
+
+class _Execution:
+    def __init__(self, context):
+        self.context = context
+
+
+class _Runtime:  # the part of langgraph_sdk's ServerRuntime the factory reads
+    def __init__(self, context):
+        self.execution_runtime = _Execution(context)
+
+
+def test_an_assistants_context_and_configurable_override_the_environment():
+    from langchain_specreason.studio import studio_overrides
+
+    config = {"configurable": {"judge": "score", "thread_id": "t", "budget": 64}}
+    assert studio_overrides(config, None) == {"judge": "score", "budget": 64}
+    # the run's context wins over configurable; unknown keys are not settings
+    runtime = _Runtime({"budget": 128, "user": "x", "threshold": None})
+    assert studio_overrides(config, runtime) == {"judge": "score", "budget": 128}
+    # the same setting, by context or by environment: one graph, built once
+    by_context = graph_from_env(ENV, {"judge": "score", "threshold": 7})
+    by_env = graph_from_env({**ENV, "SPECREASON_JUDGE": "score", "SPECREASON_THRESHOLD": "7"})
+    assert by_context is by_env
+    with pytest.raises(ConfigError, match="budget"):
+        graph_from_env(ENV, {"budget": "many"})
+
+
+def test_studio_shows_the_context_schema_and_the_server_calls_the_factory_with_it(monkeypatch):
+    from langgraph_api._factory_utils import _classify_factory
+
+    from langchain_specreason.studio import StudioContext, make_graph
+
+    hook = _classify_factory(make_graph)  # how the LangGraph server will call it
+    assert hook is not None
+    kwargs = hook({"configurable": {}}, _Runtime({"judge": "score"}))
+    assert set(kwargs) == {"config", "runtime"}
+    for name, value in ENV.items():
+        monkeypatch.setenv(name, value)
+    graph = make_graph(**kwargs)
+    assert graph is graph_from_env(None, {"judge": "score"})  # the assistant's setting
+    schema = graph.get_context_jsonschema()
+    assert set(schema["properties"]) == set(StudioContext.__annotations__)
+
+
+def test_loaded_by_path_without_the_urls_fails_at_load_naming_them(monkeypatch):
+    import importlib.util
+    import sys
+
+    for name in ("SPECREASON_DRAFT_URL", "SPECREASON_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    path = ROOT / "langchain_specreason" / "studio.py"
+    spec = importlib.util.spec_from_file_location("langchain_specreason__studio", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "langchain_specreason__studio", module)
+    with pytest.raises(
+        ConfigError,
+        match=r"set SPECREASON_DRAFT_URL and SPECREASON_BASE_URL .*"
+        r"\.env\.example",
+    ):
+        spec.loader.exec_module(module)
