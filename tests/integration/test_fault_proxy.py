@@ -123,6 +123,6 @@ async def test_a_cut_answer_stream_is_an_error_not_a_short_answer(servers, base_
     llm = ChatSpecReason(
         draft_url=servers.draft_url, base_url=base_proxy.url, max_retries=0, **FAST
     )
-    with pytest.raises(EndpointError, match="base endpoint at .*stream"):
+    with pytest.raises(EndpointError, match=r"base endpoint at .*stream"):
         await llm.ainvoke(QUESTION)
     assert [s.fault for s in posts(base_proxy) if s.stream] == ["truncated-stream"]
