@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import threading
 import time
 import uuid
@@ -69,6 +68,7 @@ from ..events import Event
 from ..formats import get_format, to_openai_messages
 from ..graph import SpecReasonGraph, create_specreason_graph
 from ..judges import Judge
+from ..redaction import looks_secret
 from ..state import AnswerOptions, SpecReasonInput
 from ..stats import SpecReasonStats
 from ..sync_bridge import iter_sync, run_sync
@@ -253,8 +253,13 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     ``arithmetic+likelihood`` (see :mod:`langchain_specreason.judges`). Every other SpecReason
     knob (``threshold``, ``budget``, ``temperature``, ...) is a field of
     :class:`~.config.SpecReasonConfig`, inherited here with its default and docs."""
-    max_tokens: int | None = Field(default=None, gt=0)
-    """LangChain's standard name for ``answer_max_tokens``; wins over it when set."""
+    max_tokens: int | None = Field(
+        default=None,
+        gt=0,
+        validation_alias=AliasChoices("max_tokens", "max_completion_tokens"),
+    )
+    """LangChain's standard name for ``answer_max_tokens``; wins over it when set
+    (ChatOpenAI's ``max_completion_tokens`` works too)."""
     stop: list[str] | None = Field(default=None, alias="stop_sequences")
     """Stop sequences of the answer."""
     timeout: float | None = Field(
@@ -1041,8 +1046,7 @@ async def _known_window(endpoint: WindowedEndpoint) -> int | None:
         return None
 
 
-_SECRET = re.compile(r"(key|token|secret|password|credential)", re.IGNORECASE)
-ALIASES = {"openai_api_key", "model_name", "request_timeout"}
+ALIASES = {"openai_api_key", "model_name", "request_timeout", "max_completion_tokens"}
 """ChatOpenAI's names accepted here (they mean what they mean there)."""
 
 
@@ -1060,20 +1064,17 @@ def _refuse_openai_only(values: dict[str, Any], fields: set[str]) -> None:
                 "SPECREASON_BASE_URL"
             )
     for name in values:
-        if name not in fields and name not in ALIASES and _SECRET.search(name):
+        if name not in fields and name not in ALIASES and looks_secret(name):
             raise ConfigError(
                 f"unknown argument {name!r} looks like a secret; it would be sent in every "
                 "request body. Keys: api_key= (base server) and draft_api_key="
             )
 
 
-_SECRET_HEADER = re.compile(r"(authorization|key|token|secret|cookie|password)", re.IGNORECASE)
-
-
 def _redacted(name: str | None, value: Any) -> Any:
     """``value`` of field ``name`` without secrets: header values that carry one, URL users."""
     if name == "default_headers" and isinstance(value, dict):
-        return {k: ("**********" if _SECRET_HEADER.search(k) else v) for k, v in value.items()}
+        return {k: ("**********" if looks_secret(k) else v) for k, v in value.items()}
     if name in ("draft_url", "base_url") and isinstance(value, str):
         return redact_url(value)
     return value

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import ConfigError
+from ..redaction import looks_secret
 
 SERVER_KEY_ENV = "VLLM_API_KEY"
 """The variable vLLM's API server reads its key from (``--api-key`` takes precedence)."""
@@ -29,16 +29,12 @@ CLIENT_KEY_ENVS = ("SPECREASON_BASE_API_KEY", SERVER_KEY_ENV)
 DEV_MODE_ENV = "VLLM_SERVER_DEV_MODE"
 REDACTED = "***"
 
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
-# Flags whose value is a secret: --api-key, --hf-token, --aws-secret, --db-password... Not
-# --max-num-batched-tokens or --tokenizer (the word must end the flag).
-_SECRET_FLAG = re.compile(r"^--?[\w-]*(key|token|secret|password|passwd)$", re.IGNORECASE)
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 
 
 def is_secret_name(name: str) -> bool:
     """Whether an environment variable named ``name`` holds a secret (by its name)."""
-    return bool(_SECRET_NAME.search(name))
+    return looks_secret(name)
 
 
 def redact_args(args: Iterable[str]) -> list[str]:
@@ -55,7 +51,7 @@ def redact_args(args: Iterable[str]) -> list[str]:
             out.append(REDACTED)
             continue
         hiding = False
-        if arg.startswith("-") and _SECRET_FLAG.match(flag):
+        if arg.startswith("-") and looks_secret(flag):
             if eq:
                 out.append(f"{flag}={REDACTED}")
             else:
@@ -103,10 +99,9 @@ def _strings(value: Any) -> bool:
 
 
 def _is_secret_field(name: str) -> bool:
-    # api_key, hf_token, client_secret, password; not max_tokens, token (a judge's reply) or key.
-    return bool(
-        re.fullmatch(r"(\w+_)?(api_?key|secret|password|passwd)|\w+_token", name, re.IGNORECASE)
-    )
+    # api_key, hf_token, client_secret, password; a bare "token" (a judge's reply) or "key"
+    # (an id) in a record is data
+    return looks_secret(name) and name.lower() not in ("key", "token")
 
 
 def client_api_key(
