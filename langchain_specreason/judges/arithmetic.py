@@ -29,6 +29,7 @@ hyphen between numbers is a minus (``pages 10-12 = 3`` is judged); ``[ ]`` do no
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import operator
 import re
@@ -238,8 +239,13 @@ def find_equations(text: str) -> list[Equation]:
     return found
 
 
+@functools.lru_cache(maxsize=1024)
 def check_step(text: str) -> ArithmeticCheck:
-    """Recompute every equation of one reasoning step; see :attr:`ArithmeticCheck.verdict`."""
+    """Recompute every equation of one reasoning step; see :attr:`ArithmeticCheck.verdict`.
+
+    Pure and cached: in ``arithmetic+learned`` the check and the learned judge's feature
+    read one step once.
+    """
     return ArithmeticCheck(tuple(find_equations(text)))
 
 

@@ -155,3 +155,21 @@ def test_label_summary_reports_each_reading_with_dev_chosen_thresholds():
     plain = summarise_labels(held)
     assert "learned" not in plain["judges"]
     assert plain["judges"]["likelihood"]["threshold"] == SpecReasonConfig().likelihood_threshold
+
+
+def test_in_a_cascade_the_arithmetic_check_reads_a_step_once(monkeypatch):
+    from langchain_specreason.judges import arithmetic
+
+    calls = []
+    real = arithmetic.find_equations
+
+    def counting(text):
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(arithmetic, "find_equations", counting)
+    arithmetic.check_step.cache_clear()
+    step = "Tom has 3 * 4 = 12 eggs.\n\n"
+    first = arithmetic.check_step(step)
+    assert arithmetic.check_step(step) is first  # the learned judge's feature: no second parse
+    assert calls == [step]
