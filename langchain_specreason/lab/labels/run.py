@@ -9,17 +9,14 @@ wall time, whose sum is the labelling's cost.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import HumanMessage
-from tqdm import tqdm
 
 from ...config import SpecReasonConfig
 from ...endpoint import Endpoint, OpenAIEndpoint
@@ -28,12 +25,10 @@ from ...formats import PromptFormat, get_format
 from ...graph import create_specreason_graph
 from ...judges import StepContext, Verdict
 from ..bench.datasets import Problem
+from ..bench.perproblem import for_each_problem
 from ..bench.prompts import build_prompt
-from ..bench.results import JsonlAppender, read_records
 from .rollout import DraftTrace, RolloutSettings, label_trace
 
-LABELS = "labels.jsonl"
-PROBLEMS = "problems.jsonl"
 META = "meta.json"
 
 
@@ -159,56 +154,36 @@ async def label_problems(
                 f"{out} was labelled with other settings ({old.get('settings')}); use another --out"
             )
     meta_path.write_text(json.dumps(meta, indent=2) + "\n")
-    done = {str(r["problem_id"]) for r in read_records(out / PROBLEMS)}
-    todo = [p for p in problems if p.id not in done]
-    steps = harmful = 0
-    start = time.perf_counter()
-    gate = asyncio.Semaphore(max(1, concurrency))
 
-    async def one(problem: Problem) -> tuple[Problem, list[dict[str, Any]], float]:
-        async with gate:
-            t0 = time.perf_counter()
-            trace = await draft_trace(
-                draft,
-                base,
-                problem,
-                fmt,
-                budget=budget,
-                step_max_tokens=settings.step_max_tokens,
-                delimiter=settings.delimiter,
-            )
-            conversation = [{"role": "user", "content": build_prompt(problem)}]
-            rows = await label_trace(base, problem, conversation, fmt, trace, settings)
-            return problem, rows, time.perf_counter() - t0
+    async def one(problem: Problem) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        trace = await draft_trace(
+            draft,
+            base,
+            problem,
+            fmt,
+            budget=budget,
+            step_max_tokens=settings.step_max_tokens,
+            delimiter=settings.delimiter,
+        )
+        conversation = [{"role": "user", "content": build_prompt(problem)}]
+        rows = await label_trace(base, problem, conversation, fmt, trace, settings)
+        return rows, {"steps": len(rows), "harmful": sum(r["harmful"] for r in rows)}
 
-    with (
-        JsonlAppender(out / LABELS) as labels,
-        JsonlAppender(out / PROBLEMS) as finished,
-        tqdm(
-            total=len(problems),
-            initial=len(problems) - len(todo),
-            desc="label",
-            unit="problem",
-            disable=not progress,
-            dynamic_ncols=True,
-        ) as bar,
-    ):
-        for next_done in asyncio.as_completed([one(p) for p in todo]):
-            problem, rows, seconds = await next_done
-            for row in rows:
-                labels.write(row)
-            finished.write(
-                {
-                    "problem_id": problem.id,
-                    "steps": len(rows),
-                    "harmful": sum(r["harmful"] for r in rows),
-                    "seconds": round(seconds, 2),
-                }
-            )
-            steps += len(rows)
-            harmful += sum(r["harmful"] for r in rows)
-            bar.set_postfix_str(f"{steps} steps, {harmful} harmful")
-            bar.update(1)
+    run = await for_each_problem(
+        problems,
+        out,
+        one,
+        concurrency=max(1, concurrency),
+        progress=progress,
+        postfix=lambda done: (
+            f"{sum(r['steps'] for r in done)} steps, {sum(r['harmful'] for r in done)} harmful"
+        ),
+        round_seconds=2,
+    )
     return LabelRunSummary(
-        len(todo), len(problems) - len(todo), steps, harmful, time.perf_counter() - start
+        len(run.records),
+        run.skipped,
+        sum(r["steps"] for r in run.records),
+        sum(r["harmful"] for r in run.records),
+        run.seconds,
     )

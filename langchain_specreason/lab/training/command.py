@@ -158,7 +158,7 @@ def _train(args: argparse.Namespace) -> int:
     from ...serving.catalog import CATALOG
     from ...serving.fetch import fetch
     from ...serving.launcher import router_dir
-    from .label import LABELS
+    from ..bench.perproblem import LABELS
     from .labels_file import load_labels
     from .train import train_router
 

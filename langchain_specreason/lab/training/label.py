@@ -8,15 +8,12 @@ loop). After each problem, every position where both models wrote a step becomes
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import HumanMessage
-from tqdm import tqdm
 
 from ...arbitrage.features import LabelledStep, PrefixStep
 from ...arbitrage.oracle import OracleJudge
@@ -29,11 +26,8 @@ from ...judges import LikelihoodScorer
 from ...state import StepRecord
 from ..bench.datasets import Problem
 from ..bench.grading import grade
+from ..bench.perproblem import for_each_problem
 from ..bench.prompts import build_prompt
-from ..bench.results import JsonlAppender, read_records
-
-LABELS = "labels.jsonl"
-PROBLEMS = "problems.jsonl"
 
 
 def labelled_steps(
@@ -124,49 +118,33 @@ async def label_problems(
     graph = create_specreason_graph(
         draft, base, judge=judge, config=config, family=fmt, name="arbitrage-oracle"
     )
-    done = {str(r["problem_id"]) for r in read_records(out / PROBLEMS)}
-    todo = [p for p in problems if p.id not in done]
-    steps = escalated = 0
-    start = time.perf_counter()
-    with (
-        JsonlAppender(out / LABELS) as labels,
-        JsonlAppender(out / PROBLEMS) as finished,
-        tqdm(
-            total=len(problems),
-            initial=len(problems) - len(todo),
-            desc="label",
-            unit="problem",
-            disable=not progress,
-            dynamic_ncols=True,
-        ) as bar,
-    ):
-        gate = asyncio.Semaphore(concurrency)
 
-        async def oracle(problem: Problem) -> tuple[Problem, dict[str, Any], float]:
-            async with gate:
-                t0 = time.perf_counter()
-                state = await graph.ainvoke({"messages": [HumanMessage(build_prompt(problem))]})
-                return problem, state, time.perf_counter() - t0
+    async def oracle(problem: Problem) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        state = await graph.ainvoke({"messages": [HumanMessage(build_prompt(problem))]})
+        rows = labelled_steps(problem.id, problem.question, state.get("steps") or [])
+        graded = grade(problem.grader, state.get("answer", ""), problem.gold)
+        summary = {
+            "steps": len(rows),
+            "escalated": sum(r["escalated"] for r in rows),
+            "correct": graded.correct,
+        }
+        return [dict(r) for r in rows], summary
 
-        for next_done in asyncio.as_completed([oracle(p) for p in todo]):
-            problem, state, seconds = await next_done
-            rows = labelled_steps(problem.id, problem.question, state.get("steps") or [])
-            for row in rows:
-                labels.write(dict(row))
-            graded = grade(problem.grader, state.get("answer", ""), problem.gold)
-            finished.write(
-                {
-                    "problem_id": problem.id,
-                    "steps": len(rows),
-                    "escalated": sum(r["escalated"] for r in rows),
-                    "correct": graded.correct,
-                    "seconds": seconds,
-                }
-            )
-            steps += len(rows)
-            escalated += sum(r["escalated"] for r in rows)
-            bar.set_postfix_str(f"{steps} steps, {escalated} base-better")
-            bar.update(1)
+    run = await for_each_problem(
+        problems,
+        out,
+        oracle,
+        concurrency=concurrency,
+        progress=progress,
+        postfix=lambda done: (
+            f"{sum(r['steps'] for r in done)} steps, "
+            f"{sum(r['escalated'] for r in done)} base-better"
+        ),
+    )
     return LabelSummary(
-        len(todo), len(problems) - len(todo), steps, escalated, time.perf_counter() - start
+        len(run.records),
+        run.skipped,
+        sum(r["steps"] for r in run.records),
+        sum(r["escalated"] for r in run.records),
+        run.seconds,
     )
