@@ -26,6 +26,7 @@ FAST = dict(
     seed=0,
     judge="score",
     threshold=0,
+    judge_timeout=300,  # the servers may be busy (the test session's other work): no false timeouts
 )
 HELLO = ChatRequest([{"role": "user", "content": "Say hello."}], 4)
 
