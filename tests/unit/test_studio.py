@@ -87,14 +87,18 @@ def test_an_assistants_context_and_configurable_override_the_environment():
 
 
 def test_studio_shows_the_context_schema_and_the_server_calls_the_factory_with_it(monkeypatch):
-    from langgraph_api._factory_utils import _classify_factory
+    import inspect
 
     from langchain_specreason.studio import StudioContext, make_graph
 
-    hook = _classify_factory(make_graph)  # how the LangGraph server will call it
-    assert hook is not None
-    kwargs = hook({"configurable": {}}, _Runtime({"judge": "score"}))
-    assert set(kwargs) == {"config", "runtime"}
+    # the LangGraph server passes the run's config and, to a parameter annotated
+    # ServerRuntime, the runtime with the run's context (the real server: test_studio_dev.py)
+    params = inspect.signature(make_graph).parameters
+    assert [(p.name, p.annotation) for p in params.values()] == [
+        ("config", "RunnableConfig"),
+        ("runtime", "ServerRuntime"),
+    ]
+    kwargs = {"config": {"configurable": {}}, "runtime": _Runtime({"judge": "score"})}
     for name, value in ENV.items():
         monkeypatch.setenv(name, value)
     graph = make_graph(**kwargs)
