@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from langchain_core.callbacks import AsyncCallbackManager
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    convert_to_messages,
+    get_buffer_string,
+)
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import RunnableConfig
@@ -77,8 +83,13 @@ async def traced_call(
         },
         local_tags=["specreason"],
     )
-    [run] = await manager.on_chat_model_start(
-        {"name": name}, [_messages(inputs)], name=name, invocation_params={"model": model}
+    # an LLM run of prompt text, not a chat-model run: callbacks counting the chat model's
+    # own runs (on_chat_model_start) see one per call of ChatSpecReason, as with any chat model
+    [run] = await manager.on_llm_start(
+        {"name": name},
+        [get_buffer_string(_messages(inputs))],
+        name=name,
+        invocation_params={"model": model},
     )
     try:
         result = await call()

@@ -119,6 +119,7 @@ def test_default_settings_fit_the_servers_window(servers, monkeypatch):
 async def test_langsmith_name_and_profile_window_come_from_the_servers(servers):
     model = make(servers)
     base = OpenAIEndpoint(servers.base_url, name="base")
+    await model._adiscover()  # what ainvoke/astream await first (a sync call asks it itself)
     assert model._get_ls_params()["ls_model_name"] == await base.model_name()  # before a call
     draft = OpenAIEndpoint(servers.draft_url, name="draft")
     windows = [await base.max_model_len(), await draft.max_model_len()]
