@@ -1,6 +1,6 @@
 """One server call as an LLM child run: LangSmith shows each with its model, tokens and cost.
 
-Each call is a chat-model run (``run_type="llm"``): its inputs are the messages sent, its
+Each call is an LLM run (``run_type="llm"``): its input the messages sent, as text; its
 output one generation whose message carries the call's ``usage_metadata`` (prompt tokens,
 of which ``cache_read`` were in the server's prefix cache, and completion tokens) and whose
 metadata names the served model (``ls_provider="vllm"``, ``ls_model_name``), which is what
