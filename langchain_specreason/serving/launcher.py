@@ -44,8 +44,15 @@ from ..errors import PortInUseError, ServeError, ServerDiedError
 from .catalog import CATALOG
 from .fetch import cache_root, fetch, model_dir
 from .profiles import Profile, Role, ServerSpec
-from .replicas import DEFAULT_POLICY, ReplicaPlan, plan_replicas, router_command
-from .secrets import DEV_MODE_ENV, SERVER_KEY_ENV, check_exposure, redact_args
+from .replicas import (
+    DEFAULT_POLICY,
+    ReplicaPlan,
+    guard_routers,
+    plan_replicas,
+    router_command,
+    router_executable,
+)
+from .secrets import DEV_MODE_ENV, SERVER_KEY_ENV, check_exposure, redact_args, server_key
 
 _MODEL_REF = re.compile(r"\{model:([^}]+)\}")
 
@@ -204,6 +211,8 @@ class Launcher:
         self._warned: set[str] = set()
         self._running: list[_Running] = []
         self._dead_reported: set[int] = set()
+        self._router_key: str | None = None
+        """The replicas' key, which a guarded router's ``/health`` wants too."""
 
     @property
     def api_key(self) -> str | None:
@@ -238,10 +247,12 @@ class Launcher:
         A dev-mode server on a non-loopback host without a key is refused; with a key it starts
         with dev mode off (vLLM's key does not guard the admin routes dev mode adds); a
         non-loopback server with a key gets a warning on stderr, once (the key guards only
-        vLLM's ``/v1``).
+        vLLM's ``/v1``). With replicas, each router gets its key guard when the replicas
+        require a key, and is refused off-host without one (:func:`.replicas.guard_routers`).
         """
         if specs is None:
             specs = self._specs()
+        specs = list(specs)
         envs = []
         for spec in specs:
             env = server_env(spec, self.profile.device, api_key=self._api_key)
@@ -255,6 +266,15 @@ class Launcher:
                 self._warned.add(warning)
                 print(warning, file=sys.stderr, flush=True)
             envs.append(env)
+        if self.plan is not None:
+            keys = {
+                server_key(env, spec.args)
+                for spec, env in zip(specs, envs, strict=True)
+                if spec.role in self.plan.routers
+            }
+            key = next(iter(keys)) if len(keys) == 1 else None
+            self.plan = guard_routers(self.plan, keyed=key is not None)
+            self._router_key = key
         return envs
 
     def _specs(self) -> list[ServerSpec]:
@@ -288,6 +308,8 @@ class Launcher:
         for host, port in dict.fromkeys(ports):
             check_port_free(host, port)
         commands = [server_command(s, self.profile.device) for s in specs]
+        if self.plan is not None:
+            router_executable()  # ServeError when vllm-router is not installed
         routers = (
             []
             if self.plan is None
@@ -361,7 +383,8 @@ class Launcher:
     def _wait_healthy(self, runs: list[_Running] | None = None) -> None:
         deadline = time.monotonic() + self.startup_timeout
         pending = list(self._running if runs is None else runs)
-        with httpx.Client(timeout=5.0) as client:
+        key = {"Authorization": f"Bearer {self._router_key}"} if self._router_key else {}
+        with httpx.Client(timeout=5.0, headers=key) as client:
             while pending:
                 for run in list(pending):
                     code = run.proc.poll()

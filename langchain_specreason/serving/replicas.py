@@ -23,8 +23,13 @@ calls of one run share one replica's prefix cache. The router is started with sh
 checks, retries and a circuit breaker (:data:`FAILOVER_FLAGS`): a replica that dies is left
 after a few failed attempts and its requests are retried on another replica.
 
-The router does not check API keys: it forwards the client's ``Authorization`` header on the
-``/v1`` routes to the replica, which checks it (the replicas get the key as today).
+Keys (:func:`guard_routers`): ``vllm-router`` has no authentication of its own, and its admin
+routes (``/add_worker``, ``/remove_worker``, ``/workers``, ``/flush_cache``) would let anyone who
+reaches the port add a worker that then receives the clients' keys. When the replicas require
+an API key, each router starts with its key guard (:mod:`.router_main`): every route, admin and
+``/health`` included, answers 401 unless the replicas accept the request's key; the router
+forwards the client's ``Authorization`` header to the replica as before. Without a key a router
+must stay on a loopback host: off-host it is refused.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ from pathlib import Path
 
 from ..errors import ConfigError, ServeError
 from .profiles import Profile, Role, ServerSpec
+from .router_main import VALIDATION_FLAG
+from .secrets import is_loopback
 
 POLICIES = ("consistent_hash", "cache_aware", "power_of_two", "round_robin", "random")
 """``vllm-router --policy`` values offered by ``specreason serve --router-policy``."""
@@ -87,6 +94,8 @@ class RouterSpec:
     """Root URLs of the replicas (no ``/v1``), as the router wants them."""
     policy: str = DEFAULT_POLICY
     host: str = "127.0.0.1"
+    key_check: tuple[str, ...] = ()
+    """URLs that must accept a request's key (the replicas' ``/v1/models``); empty: no guard."""
 
     @property
     def url(self) -> str:
@@ -185,6 +194,32 @@ def plan_replicas(
     return ReplicaPlan(specs, routers)
 
 
+def guard_routers(plan: ReplicaPlan, *, keyed: bool) -> ReplicaPlan:
+    """``plan`` with each router's key guard when the replicas require a key.
+
+    ``keyed``: every replica requires an API key. Then each router checks the key of every
+    request against its own replicas' ``/v1/models`` (:mod:`.router_main`). Without a key, a
+    router on a non-loopback host is a :class:`ConfigError`: its admin routes would be open to
+    anyone who can reach the port (a worker added there receives the clients' requests).
+    """
+    routers: dict[Role, RouterSpec] = {}
+    for role, router in plan.routers.items():
+        if keyed:
+            urls = tuple(f"{_root(s)}/v1/models" for s in plan.replicas[role])
+            routers[role] = replace(router, key_check=urls)
+        elif not is_loopback(router.host):
+            raise ConfigError(
+                f"refusing to start the {role} router on {router.host or '(every interface)'} "
+                "without an API key: vllm-router has no authentication of its own, so its admin "
+                "routes (/add_worker, /remove_worker, /flush_cache) would be open to anyone who "
+                "can reach the port; set a key (--api-key KEY or VLLM_API_KEY=KEY) or keep the "
+                "default host 127.0.0.1"
+            )
+        else:
+            routers[role] = router
+    return replace(plan, routers=routers)
+
+
 def visible_gpus() -> int | None:
     """GPUs this machine shows: ``CUDA_VISIBLE_DEVICES``, else ``nvidia-smi -L`` (or None)."""
     listed = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -267,10 +302,17 @@ def router_executable() -> str:
     return found
 
 
-def router_command(router: RouterSpec, *, executable: str | None = None) -> list[str]:
-    """The command line of ``router`` (no secret: the router forwards the client's key)."""
+def router_command(router: RouterSpec) -> list[str]:
+    """The command line of ``router``: ``vllm-router``'s flags, run by :mod:`.router_main`.
+
+    No secret on it: the guard asks the replicas, and the router forwards the client's key.
+    """
+    guard = [VALIDATION_FLAG, *router.key_check] if router.key_check else []
     return [
-        executable or router_executable(),
+        sys.executable,
+        "-m",
+        "langchain_specreason.serving.router_main",
+        *guard,
         "--host",
         router.host,
         "--port",

@@ -142,17 +142,21 @@ def dev_mode(env: Mapping[str, str]) -> bool:
         return value.lower() in ("true", "yes", "on")
 
 
-def has_api_key(env: Mapping[str, str], args: Iterable[str] = ()) -> bool:
-    """Whether a server started with ``env`` and ``args`` requires an API key."""
-    if env.get(SERVER_KEY_ENV):
-        return True
+def server_key(env: Mapping[str, str], args: Iterable[str] = ()) -> str | None:
+    """The API key a server started with ``env`` and ``args`` requires (the last one given)."""
+    found = env.get(SERVER_KEY_ENV) or None
     args = list(args)
     for i, arg in enumerate(args):
         if arg.startswith("--api-key=") and arg.partition("=")[2]:
-            return True
-        if arg == "--api-key" and i + 1 < len(args) and not args[i + 1].startswith("-"):
-            return True
-    return False
+            found = arg.partition("=")[2]
+        elif arg == "--api-key" and i + 1 < len(args) and not args[i + 1].startswith("-"):
+            found = args[i + 1]
+    return found
+
+
+def has_api_key(env: Mapping[str, str], args: Iterable[str] = ()) -> bool:
+    """Whether a server started with ``env`` and ``args`` requires an API key."""
+    return server_key(env, args) is not None
 
 
 def effective_host(host: str, args: Iterable[str]) -> str:

@@ -71,25 +71,30 @@ def _endpoint(url: str, name: str, **kwargs) -> OpenAIEndpoint:
 # --- the router in front of stub replicas ---------------------------------------------------
 
 STUB = r"""
-import json, sys
+import json, os, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 port = int(sys.argv[1])
+key = os.environ.get("VLLM_API_KEY")  # checked on /v1 as vLLM does
 
 
 class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def _send(self, obj):
+    def _send(self, obj, status=200):
         body = json.dumps(obj).encode()
-        self.send_response(200)
+        self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
 
     def do_GET(self):
+        if key and self.path.startswith("/v1") and (
+            self.headers.get("authorization") != f"Bearer {key}"
+        ):
+            return self._send({"error": "Unauthorized"}, 401)
         models = {"object": "list", "data": [{"id": "stub", "object": "model"}]}
         self._send(models if self.path == "/v1/models" else {})
 
@@ -135,6 +140,27 @@ async def test_router_pins_a_key_to_one_replica_forwards_the_key_and_fails_over(
             with routing_key(key):
                 done = await base.complete(ChatRequest([{"role": "user", "content": "hi"}], 4))
             return json.loads(done.text)
+
+        # the router's key guard: every route, admin ones included, wants the replicas' key
+        for url in launcher.urls.values():
+            root = url.removesuffix("/v1")
+            for key in (None, "sk-wrong"):
+                headers = {"Authorization": f"Bearer {key}"} if key else {}
+                async with httpx2.AsyncClient(headers=headers, timeout=10) as client:
+                    for method, path in [
+                        ("GET", "/workers"),
+                        ("GET", "/v1/models"),
+                        ("POST", "/add_worker?url=http://127.0.0.1:9"),
+                        ("POST", "/remove_worker?url=http://127.0.0.1:8253"),
+                        ("POST", "/flush_cache"),
+                    ]:
+                        answer = await client.request(method, root + path)
+                        assert answer.status_code == 401, (key, method, path)
+            async with httpx2.AsyncClient(
+                headers={"Authorization": "Bearer sk-stub"}, timeout=10
+            ) as client:
+                listed = (await client.get(root + "/workers")).json()
+            assert len(listed["workers"]) == 2  # nothing was added or removed
 
         first = await landed("run-1")
         assert first["auth"] == "Bearer sk-stub"  # the client's key reaches the replica

@@ -4,6 +4,7 @@ the routing key a run's calls carry (no process is started, no socket opened).""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 import types
 
@@ -28,9 +29,11 @@ from langchain_specreason.serving.replicas import (
     DEFAULT_POLICY,
     FAILOVER_FLAGS,
     check_replicas,
+    guard_routers,
     plan_replicas,
     router_command,
 )
+from langchain_specreason.serving.router_main import VALIDATION_FLAG, split_validation_urls
 
 KEY = "sk-replica-key-0123456789"
 
@@ -74,10 +77,13 @@ def test_the_layout_follows_the_ports_and_the_replica_port_given():
     assert list(only_base.routers) == ["base"] and only_base.routers["base"].metrics_port == 8233
 
 
+MAIN = [sys.executable, "-m", "langchain_specreason.serving.router_main"]
+
+
 def test_router_command_line():
     router = plan_replicas(load_profile("cpu-test", host="0.0.0.0"), 2).routers["base"]
-    cmd = router_command(router, executable="vllm-router")
-    assert cmd[:5] == ["vllm-router", "--host", "0.0.0.0", "--port", "8102"]
+    cmd = router_command(router)
+    assert cmd[:7] == [*MAIN, "--host", "0.0.0.0", "--port", "8102"]
     i = cmd.index("--worker-urls")
     assert cmd[i + 1 : i + 3] == ["http://127.0.0.1:8203", "http://127.0.0.1:8204"]
     assert cmd[cmd.index("--policy") + 1] == "consistent_hash"
@@ -87,6 +93,66 @@ def test_router_command_line():
     flags = dict(zip(FAILOVER_FLAGS[::2], FAILOVER_FLAGS[1::2], strict=True))
     assert int(flags["--cb-failure-threshold"]) < int(flags["--retry-max-retries"])
     assert "--api-key" not in cmd  # the router forwards the client's key
+    assert VALIDATION_FLAG not in cmd  # no key: no guard
+
+
+def test_with_a_key_each_router_checks_it_against_its_own_replicas():
+    plan = guard_routers(plan_replicas(load_profile("cpu-test"), 2), keyed=True)
+    assert plan.routers["draft"].key_check == (
+        "http://127.0.0.1:8201/v1/models",
+        "http://127.0.0.1:8202/v1/models",
+    )
+    cmd = router_command(plan.routers["base"])
+    assert cmd[3:6] == [
+        VALIDATION_FLAG,
+        "http://127.0.0.1:8203/v1/models",
+        "http://127.0.0.1:8204/v1/models",
+    ]
+    urls, rest = split_validation_urls(cmd[3:])
+    assert urls == list(plan.routers["base"].key_check) and rest[0] == "--host"
+    assert not any("sk-" in part for part in cmd)  # no secret on the command line
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "10.1.2.3", "::"])
+def test_a_router_off_host_without_a_key_is_refused(host):
+    plan = plan_replicas(load_profile("cpu-test", host=host), 2)
+    with pytest.raises(ConfigError, match=r"admin\s+routes|admin routes.*/add_worker"):
+        guard_routers(plan, keyed=False)
+    assert guard_routers(plan, keyed=True).routers["base"].key_check  # with a key: guarded
+    loopback = plan_replicas(load_profile("cpu-test"), 2)
+    assert guard_routers(loopback, keyed=False).routers["base"].key_check == ()
+
+
+def test_the_launcher_refuses_an_open_router_and_guards_a_keyed_one(monkeypatch):
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    # without dev mode (the servers' own refusal would come first)
+    cpu_test = load_profile("cpu-test", host="0.0.0.0")
+    profile = dataclasses.replace(
+        cpu_test,
+        draft=dataclasses.replace(cpu_test.draft, env=()),
+        base=dataclasses.replace(cpu_test.base, env=()),
+    )
+    with pytest.raises(ConfigError, match=r"router on 0\.0\.0\.0 without an API key"):
+        Launcher(profile, replicas=2).check_exposure()
+    keyed = Launcher(profile, replicas=2, api_key="sk-test")
+    keyed.check_exposure()
+    assert keyed.plan is not None and keyed.plan.routers["draft"].key_check
+    assert keyed._router_key == "sk-test"  # the guarded router's /health wants it
+    # a key from the environment counts as well
+    monkeypatch.setenv("VLLM_API_KEY", "sk-env")
+    from_env = Launcher(profile, replicas=2)
+    from_env.check_exposure()
+    assert from_env.plan is not None and from_env.plan.routers["base"].key_check
+
+
+def test_the_router_main_splits_its_own_flag_from_the_routers():
+    assert split_validation_urls(["--host", "h"]) == ([], ["--host", "h"])
+    assert split_validation_urls([VALIDATION_FLAG, "u1", "u2", "--port", "1"]) == (
+        ["u1", "u2"],
+        ["--port", "1"],
+    )
+    with pytest.raises(SystemExit, match="at least one URL"):
+        split_validation_urls([VALIDATION_FLAG, "--port", "1"])
 
 
 def test_the_router_executable_is_this_environments(monkeypatch, tmp_path):
@@ -201,7 +267,7 @@ def spawned(monkeypatch):
     monkeypatch.setattr(
         launcher_module, "server_command", lambda spec, device: ["vllm", "--port", str(spec.port)]
     )
-    monkeypatch.setattr(replicas_module, "router_executable", lambda: "vllm-router")
+    monkeypatch.setattr(launcher_module, "router_executable", lambda: "vllm-router")
     monkeypatch.setattr(
         Launcher,
         "_wait_healthy",
@@ -247,8 +313,8 @@ def test_replicas_start_first_then_one_router_per_role(spawned, tmp_path):
         ["vllm", "--port", "8202"],
         ["vllm", "--port", "8203"],
         ["vllm", "--port", "8204"],
-        ["vllm-router", "--host", "127.0.0.1"],
-        ["vllm-router", "--host", "127.0.0.1"],
+        [*MAIN[:2], "langchain_specreason.serving.router_main"],
+        [*MAIN[:2], "langchain_specreason.serving.router_main"],
     ]
     assert waits == [
         ["draft replica 1", "draft replica 2", "base replica 1", "base replica 2"],
@@ -266,7 +332,11 @@ def test_replicas_start_first_then_one_router_per_role(spawned, tmp_path):
         "draft-2.log",
         "draft-router.log",
     ]
-    assert (tmp_path / "base-router.log").read_text().startswith("$ vllm-router --host")
+    line = (tmp_path / "base-router.log").read_text()
+    assert line.startswith(f"$ {' '.join(MAIN)} --api-key-validation-urls")  # a key: guarded
+    assert KEY not in line
+    (cmd, env, _) = started[4]
+    assert KEY not in " ".join(cmd)
 
 
 def test_a_dead_replica_is_said_once_a_dead_router_or_pool_is_an_error(spawned, tmp_path, capsys):
@@ -400,7 +470,7 @@ def test_the_router_command_parses_with_the_routers_own_parser():
     from vllm_router.launch_router import parse_router_args
 
     router = plan_replicas(load_profile("cpu-test"), 3, policy="cache_aware").routers["draft"]
-    parsed = parse_router_args(router_command(router, executable="vllm-router")[1:])
+    parsed = parse_router_args(router_command(router)[3:])
     parsed._validate_router_args()
     assert parsed.worker_urls == [f"http://127.0.0.1:{p}" for p in (8201, 8202, 8203)]
     assert (parsed.policy, parsed.port, parsed.prometheus_port) == ("cache_aware", 8101, 8207)
