@@ -221,11 +221,13 @@ def test_the_routers_may_list_and_watch_pods_of_their_namespace_only():
 def test_every_container_is_ready_on_health_and_servers_take_the_key_from_a_secret():
     for name, deployment in _kind("Deployment").items():
         container = _container(deployment)
-        assert container["readinessProbe"]["httpGet"]["path"] == "/health", name
         assert deployment["metadata"]["namespace"] == "specreason"
         if name.endswith("-router"):
+            # the key guard answers 401 on /health without the key: a TCP probe
+            assert container["readinessProbe"]["tcpSocket"]["port"] == "http", name
             assert "VLLM_API_KEY" not in {e["name"] for e in container.get("env", [])}
             continue
+        assert container["readinessProbe"]["httpGet"]["path"] == "/health", name
         (key,) = [e for e in container["env"] if e["name"] == "VLLM_API_KEY"]
         assert key["valueFrom"] == {
             "secretKeyRef": {"name": "specreason-api-key", "key": "api-key"}
@@ -289,6 +291,34 @@ def test_the_router_installs_only_hash_pinned_wheels(role):
         "fastapi",
         "requests",
     } <= set(names)
+
+
+@pytest.mark.parametrize("role", ["draft", "base"])
+def test_the_router_checks_the_pools_key_on_every_route(role):
+    from langchain_specreason.serving import router_main
+
+    router = _kind("Deployment")[f"specreason-{role}-router"]
+    container = _container(router)
+    command = container["command"]
+    assert command[0] == "python"
+    script = command[1]
+    mount = _mount_of(router, container, script)
+    config = _volume(router, mount)["configMap"]
+    data = _kind("ConfigMap")[config["name"]]["data"]
+    # the script is the package's own guard, byte for byte
+    shipped = data[script[len(mount["mountPath"]) :].lstrip("/")]
+    assert shipped == Path(router_main.__file__).read_text()
+    urls, rest = router_main.split_validation_urls(command[2:])
+    assert rest == []
+    # the key is checked against the router's own pool (a Service of its pool's pods)
+    (pool,) = [
+        svc
+        for svc in _kind("Service").values()
+        if svc["spec"]["selector"]
+        == {"app.kubernetes.io/part-of": "specreason", "app.kubernetes.io/component": role}
+    ]
+    port = pool["spec"]["ports"][0]["port"]
+    assert urls == [f"http://{pool['metadata']['name']}.specreason.svc:{port}/v1/models"]
 
 
 @pytest.mark.parametrize("role", ["draft", "base"])
