@@ -203,3 +203,34 @@ def test_guess_grader():
     assert guess_grader("Some work\n#### 1,000") == "number"
     assert guess_grader("C") == "choice"
     assert guess_grader("\\sqrt{2}") == "math"
+
+
+def test_offset_and_limit_give_a_range_of_the_dataset(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(f'{{"question": "q{i}", "answer": "{i}"}}\n' for i in range(1, 11)))
+    assert [p.question for p in load_problems(str(path), offset=3, limit=4)] == [
+        "q4",
+        "q5",
+        "q6",
+        "q7",
+    ]
+    assert [p.question for p in load_problems(str(path), offset=8)] == ["q9", "q10"]
+    with pytest.raises(ConfigError, match=r"--offset 10 is past the end"):
+        load_problems(str(path), offset=10)
+    with pytest.raises(ConfigError, match=r"--offset must be a whole number"):
+        load_problems(str(path), offset=-1)
+
+
+def test_bench_records_the_range_it_ran_on(tmp_path):
+    from langchain_specreason.cli import build_parser
+    from langchain_specreason.lab.bench.command import make_plan
+
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(f'{{"question": "q{i}", "answer": "{i}"}}\n' for i in range(1, 11)))
+    argv = ["bench", "--draft-url", "http://127.0.0.1:1/v1", "--base-url", "http://127.0.0.1:2/v1"]
+    argv += ["--dataset", str(path), "--modes", "base", "--out", str(tmp_path / "out")]
+    plan = make_plan(build_parser().parse_args([*argv, "--offset", "5", "--limit", "2"]))
+    assert [p.question for p in plan.problems] == ["q6", "q7"]
+    assert plan.meta_settings["offset"] == 5
+    whole = make_plan(build_parser().parse_args(argv))
+    assert "offset" not in whole.meta_settings  # folders from before keep resuming

@@ -216,6 +216,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
         grader=args.grader,
         limit=args.limit,
         seed=args.seed,
+        offset=args.offset,
     )
     dataset: dict[str, Any] = {"dataset": args.dataset}
     if is_file_dataset(args.dataset):
@@ -226,6 +227,8 @@ def make_plan(args: argparse.Namespace) -> Plan:
             "id_field": args.id_field,
             "grader": args.grader,
         }
+    if args.offset:  # a range of the dataset (absent: from its start, as older folders)
+        dataset["offset"] = args.offset
     return Plan(
         Path(args.out) if args.out else default_out(args.dataset),
         problems,

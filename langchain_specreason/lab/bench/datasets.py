@@ -210,10 +210,16 @@ def load_problems(
     grader: Grader | Literal["auto"] = "auto",
     limit: int | None = None,
     seed: int = 0,
+    offset: int = 0,
 ) -> list[Problem]:
-    """The first ``limit`` problems of a built-in dataset or of a local JSONL file."""
+    """``limit`` problems of a built-in dataset or of a local JSONL file, from ``offset``.
+
+    ``offset=100, limit=40``: problems 101-140 of the dataset's order.
+    """
     if limit is not None and limit <= 0:
         raise ConfigError(f"--limit must be a positive integer, got {limit}")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ConfigError(f"--offset must be a whole number >= 0, got {offset!r}")
     if grader != "auto" and grader not in GRADERS:
         raise ConfigError(f"unknown grader {grader!r}; graders: auto, {', '.join(GRADERS)}")
     if name in BUILTIN:
@@ -237,13 +243,18 @@ def load_problems(
     dup = next((pid for pid, n in Counter(p.id for p in problems).items() if n > 1), None)
     if dup is not None:
         raise InputError(f"dataset {where}: problem id {dup!r} appears more than once")
-    return problems[:limit] if limit else problems
+    if offset >= len(problems):
+        raise ConfigError(
+            f"--offset {offset} is past the end of dataset {where} ({len(problems)} problems)"
+        )
+    return problems[offset : offset + limit] if limit else problems[offset:]
 
 
 def add_dataset_flags(group: Any, *, default: str = "gsm8k", grader: bool = False) -> None:
     """The problem-set flags the tools share, declared once.
 
-    ``--dataset``, the JSONL field names, ``--limit`` (and ``--grader`` with ``grader``).
+    ``--dataset``, the JSONL field names, ``--offset``, ``--limit`` (and ``--grader`` with
+    ``grader``).
     """
     group.add_argument(
         "--dataset",
@@ -260,4 +271,10 @@ def add_dataset_flags(group: Any, *, default: str = "gsm8k", grader: bool = Fals
             choices=["auto", *GRADERS],
             help="JSONL: how answers are graded (auto: from the gold answer)",
         )
-    group.add_argument("--limit", type=int, help="only the first N problems")
+    group.add_argument(
+        "--offset",
+        type=int,
+        default=0,
+        help="skip the first N problems (--offset 100 --limit 40: problems 101-140)",
+    )
+    group.add_argument("--limit", type=int, help="only the first N problems (after --offset)")

@@ -133,6 +133,7 @@ async def _label(args: argparse.Namespace) -> int:
         id_field=args.id_field,
         limit=args.limit,
         seed=args.seed,
+        offset=args.offset,
     )
     name = Path(args.dataset).stem if is_file_dataset(args.dataset) else args.dataset
     out = Path(args.out) if args.out else Path("runs") / f"labels-{name}"
