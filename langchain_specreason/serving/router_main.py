@@ -10,7 +10,11 @@ With it, every route (``/v1``, ``/health`` and the admin routes) answers 401 unl
 URLs accepts the request's ``Authorization`` header; a request without the header is refused
 without asking. :mod:`.replicas` passes the replicas' ``/v1/models``, which check the key the
 replicas were started with (measured on 0.1.17: no header, a wrong key -> 401 on every route;
-the right key -> 200; a dead first URL falls through to the next).
+the right key -> 200; a dead first URL falls through to the next). A key the router has
+accepted before keeps working while the replicas are down (the requests then fail as
+server errors); a new key, with every replica down, is refused with 401 (there is no one to ask).
+``specreason serve`` stops when a pool has no replica left, so its clients then see the router
+gone (connection refused) and fall back as for a dead server.
 
 This module takes ``--api-key-validation-urls URL [URL ...]`` before the router's own flags,
 parses the rest with ``vllm-router``'s own parser and starts the router as its command does.
