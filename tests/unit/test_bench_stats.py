@@ -74,3 +74,15 @@ def test_the_report_pairs_runs_with_base_and_sd(tmp_path):
     text = paired_markdown(list(rows.values()), {"sessions": [{}, {}]})
     assert "come from 2 sessions" in text and "2.00× [2.00, 2.00]" in text
     json.dumps(rows)  # plain values
+    # which problems' modes were timed in different sessions
+    meta = {
+        "sessions": [
+            {"started_at": "2026-12-03T06:00:00+00:00"},
+            {"started_at": "2026-12-03T08:00:00+00:00"},
+        ]
+    }
+    for r in results:
+        late = r["problem_id"] == "p5" or (r["problem_id"] == "p4" and r["mode"] == "sd")
+        r["finished_at"] = "2026-12-03T08:30:00+00:00" if late else "2026-12-03T07:00:00+00:00"
+    text = paired_markdown(list(rows.values()), meta, results)
+    assert "Problems with modes in different sessions: 1 (p4)" in text

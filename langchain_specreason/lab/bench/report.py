@@ -430,14 +430,50 @@ def paired(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def paired_markdown(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> str:
-    """The paired table; says so when the results span several sessions."""
+def session_of(record: dict[str, Any], meta: dict[str, Any]) -> int | None:
+    """Index of the ``meta.json`` session a result was written in (by its ``finished_at``)."""
+    done = record.get("finished_at")
+    if not done:
+        return None
+    starts = [str(s.get("started_at") or "") for s in meta.get("sessions") or []]
+    # ISO 8601 times in UTC compare as strings; the last session started before it
+    found = [i for i, start in enumerate(starts) if start and start <= str(done)]
+    return found[-1] if found else None
+
+
+def split_problems(records: Sequence[dict[str, Any]], meta: dict[str, Any]) -> list[str]:
+    """Problems whose results were written in more than one session (their pairs mix drift)."""
+    seen: dict[str, set[int | None]] = {}
+    for record in records:
+        seen.setdefault(str(record["problem_id"]), set()).add(session_of(record, meta))
+    return sorted(pid for pid, found in seen.items() if len(found) > 1)
+
+
+def paired_markdown(
+    rows: Sequence[dict[str, Any]],
+    meta: dict[str, Any],
+    records: Sequence[dict[str, Any]] = (),
+) -> str:
+    """The paired table; says so when the results span several sessions.
+
+    With ``records``, it also says how many problems have their modes in different sessions:
+    the others' pairs were timed in one session each (problem-major order), so their ratios
+    do not carry drift between sessions even when the folder spans several.
+    """
     lines = ["", "## Paired comparisons (95% intervals)", ""]
     sessions = len(meta.get("sessions") or [])
     if sessions > 1:
+        split = split_problems(records, meta) if records else None
+        where = (
+            ""
+            if split is None
+            else f" Problems with modes in different sessions: {len(split)}"
+            + (f" ({', '.join(split[:10])}{', ...' if len(split) > 10 else ''})" if split else "")
+            + "; every other problem's modes ran in one session."
+        )
         lines += [
             f"**These results come from {sessions} sessions**: a ratio between runs of "
-            "different sessions includes the host's drift between them.",
+            f"different sessions includes the host's drift between them.{where}",
             "",
         ]
     lines += [
@@ -475,7 +511,9 @@ def write_report(out: Path) -> list[Path]:
     rows = summarize(results)
     md, js = out / SUMMARY_MD, out / SUMMARY_JSON
     pairs = paired(results)
-    md.write_text(render_markdown(rows, meta) + paired_markdown(pairs, meta), encoding="utf-8")
+    md.write_text(
+        render_markdown(rows, meta) + paired_markdown(pairs, meta, results), encoding="utf-8"
+    )
     js.write_text(json.dumps([r.as_dict() for r in rows], indent=2) + "\n", encoding="utf-8")
     (out / "paired.json").write_text(json.dumps(pairs, indent=2) + "\n", encoding="utf-8")
     dataset = str((meta.get("settings") or {}).get("dataset", out.name))
