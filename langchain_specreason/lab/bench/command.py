@@ -25,7 +25,7 @@ from tqdm import tqdm
 from ...config import add_config_flags, config_default
 from ...errors import ConfigError
 from ...serving.profiles import load_profile
-from .datasets import Problem, add_dataset_flags, is_file_dataset, load_problems
+from .datasets import Problem, add_dataset_flags, is_file_dataset, problems_of
 from .judgebench import add_parser as add_judges_parser
 from .judgebench import run_judges
 from .load import add_parser as add_load_parser
@@ -208,16 +208,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
     settings = generation_settings(args)
     for run in all_runs:
         settings.config(run)  # raises ConfigError for a bad budget, temperature...
-    problems = load_problems(
-        args.dataset,
-        question_field=args.question_field,
-        answer_field=args.answer_field,
-        id_field=args.id_field,
-        grader=args.grader,
-        limit=args.limit,
-        seed=args.seed,
-        offset=args.offset,
-    )
+    problems = problems_of(args)
     dataset: dict[str, Any] = {"dataset": args.dataset}
     if is_file_dataset(args.dataset):
         dataset = {

@@ -250,6 +250,20 @@ def load_problems(
     return problems[offset : offset + limit] if limit else problems[offset:]
 
 
+def problems_of(args: Any) -> list[Problem]:
+    """The problems the flags of :func:`add_dataset_flags` (and ``--seed``) name."""
+    return load_problems(
+        args.dataset,
+        question_field=args.question_field,
+        answer_field=args.answer_field,
+        id_field=args.id_field,
+        grader=getattr(args, "grader", "auto"),
+        limit=args.limit,
+        seed=args.seed,
+        offset=args.offset,
+    )
+
+
 def add_dataset_flags(group: Any, *, default: str = "gsm8k", grader: bool = False) -> None:
     """The problem-set flags the tools share, declared once.
 

@@ -118,7 +118,7 @@ async def run(args: argparse.Namespace) -> int:
 async def _label(args: argparse.Namespace) -> int:
     from ...endpoint import endpoint_pair
     from ..bench.command import generation_settings
-    from ..bench.datasets import is_file_dataset, load_problems
+    from ..bench.datasets import is_file_dataset, problems_of
     from ..bench.modes import Run
     from ..bench.servers import ServerSource
     from .label import label_problems
@@ -126,15 +126,7 @@ async def _label(args: argparse.Namespace) -> int:
     settings = generation_settings(args)
     config = settings.config(Run("oracle", args.tau, args.score_method))
     source = ServerSource(args.profile, args.draft_url, args.base_url, api_key=api_key_of(args))
-    problems = load_problems(
-        args.dataset,
-        question_field=args.question_field,
-        answer_field=args.answer_field,
-        id_field=args.id_field,
-        limit=args.limit,
-        seed=args.seed,
-        offset=args.offset,
-    )
+    problems = problems_of(args)
     name = Path(args.dataset).stem if is_file_dataset(args.dataset) else args.dataset
     out = Path(args.out) if args.out else Path("runs") / f"labels-{name}"
     print(f"label: {len(problems)} problems; labels in {out}", file=sys.stderr, flush=True)
