@@ -235,16 +235,20 @@ def test_every_container_is_ready_on_health_and_servers_take_the_key_from_a_secr
         assert "--api-key" not in container["args"]
 
 
+def _configmap_file(deployment: dict, container: dict, path: str) -> str:
+    """The text of file ``path`` as ``container`` sees it: a key of the ConfigMap mounted there."""
+    mount = _mount_of(deployment, container, path)
+    config = _volume(deployment, mount)["configMap"]
+    data = _kind("ConfigMap")[config["name"]]["data"]
+    return data[path[len(mount["mountPath"]) :].lstrip("/")]
+
+
 def _requirements(router: dict) -> list[str]:
     """The requirement lines the router's init container installs (``-r`` of its command,
     read from the ConfigMap mounted there), without comments and blank lines."""
     (init,) = _pod(router)["initContainers"]
     command = init["command"]
-    path = command[command.index("-r") + 1]
-    mount = _mount_of(router, init, path)
-    config = _volume(router, mount)["configMap"]
-    data = _kind("ConfigMap")[config["name"]]["data"]
-    text = data[path[len(mount["mountPath"]) :].lstrip("/")]
+    text = _configmap_file(router, init, command[command.index("-r") + 1])
     return [
         line.split(" #")[0].strip()
         for line in text.splitlines()
@@ -301,12 +305,8 @@ def test_the_router_checks_the_pools_key_on_every_route(role):
     container = _container(router)
     command = container["command"]
     assert command[0] == "python"
-    script = command[1]
-    mount = _mount_of(router, container, script)
-    config = _volume(router, mount)["configMap"]
-    data = _kind("ConfigMap")[config["name"]]["data"]
     # the script is the package's own guard, byte for byte
-    shipped = data[script[len(mount["mountPath"]) :].lstrip("/")]
+    shipped = _configmap_file(router, container, command[1])
     assert shipped == Path(router_main.__file__).read_text()
     urls, rest = router_main.split_validation_urls(command[2:])
     assert rest == []
