@@ -430,22 +430,25 @@ def paired(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def session_of(record: dict[str, Any], meta: dict[str, Any]) -> int | None:
-    """Index of the ``meta.json`` session a result was written in (by its ``finished_at``)."""
+def session_of(record: dict[str, Any], starts: Sequence[str]) -> int | None:
+    """Index of the session a result was written in (``starts``: the sessions' ``started_at``).
+
+    By the result's ``finished_at``: the last session that started before it.
+    """
     done = record.get("finished_at")
     if not done:
         return None
-    starts = [str(s.get("started_at") or "") for s in meta.get("sessions") or []]
-    # ISO 8601 times in UTC compare as strings; the last session started before it
+    # ISO 8601 times in UTC compare as strings
     found = [i for i, start in enumerate(starts) if start and start <= str(done)]
     return found[-1] if found else None
 
 
 def split_problems(records: Sequence[dict[str, Any]], meta: dict[str, Any]) -> list[str]:
     """Problems whose results were written in more than one session (their pairs mix drift)."""
+    starts = [str(s.get("started_at") or "") for s in meta.get("sessions") or []]
     seen: dict[str, set[int | None]] = {}
     for record in records:
-        seen.setdefault(str(record["problem_id"]), set()).add(session_of(record, meta))
+        seen.setdefault(str(record["problem_id"]), set()).add(session_of(record, starts))
     return sorted(pid for pid, found in seen.items() if len(found) > 1)
 
 
@@ -463,14 +466,13 @@ def paired_markdown(
     lines = ["", "## Paired comparisons (95% intervals)", ""]
     sessions = len(meta.get("sessions") or [])
     if sessions > 1:
-        split = split_problems(records, meta) if records else None
-        where = (
-            ""
-            if split is None
-            else f" Problems with modes in different sessions: {len(split)}"
-            + (f" ({', '.join(split[:10])}{', ...' if len(split) > 10 else ''})" if split else "")
-            + "; every other problem's modes ran in one session."
-        )
+        where = ""
+        if records:
+            split = split_problems(records, meta)
+            named = ", ".join(split[:10]) + (", ..." if len(split) > 10 else "")
+            where = f" Problems with modes in different sessions: {len(split)}"
+            where += f" ({named})" if split else ""
+            where += "; every other problem's modes ran in one session."
         lines += [
             f"**These results come from {sessions} sessions**: a ratio between runs of "
             f"different sessions includes the host's drift between them.{where}",
