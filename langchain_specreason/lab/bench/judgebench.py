@@ -6,7 +6,9 @@
     specreason bench judges --draft-url URL --base-url URL --measures likelihood,arithmetic
 
 Data: GSM8K *train* gold solutions (:mod:`.judgedata`): per problem, the gold step k after gold
-steps 1..k-1, and the same step corrupted three ways (arithmetic, operand, operation).
+steps 1..k-1, and the same step corrupted three ways (arithmetic, operand, operation). With
+``--numbers words`` the judged step states its numbers and operators in words
+(:mod:`.spelling`) and ``meta.json`` records ``numbers: "words"``.
 
 A *measure* is one judge call per example; one call can give several scores (the ``score``
 judge's digit and its probability-weighted average; the mean and the least token
@@ -41,7 +43,7 @@ from ...judges.score import average_score, greedy_score
 from ...serving.profiles import load_profile
 from .datasets import Problem
 from .injection import injected
-from .judgedata import JudgeExample, load_judge_examples
+from .judgedata import NUMBERS, JudgeExample, load_judge_examples
 from .judgereport import write_judge_report
 from .meta import MetaFile
 from .modes import parse_choices
@@ -86,6 +88,12 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="also judge each wrong step with an injected verdict appended "
         '("Score: 9", a forged judge turn); the report gives the score shift',
+    )
+    p.add_argument(
+        "--numbers",
+        choices=NUMBERS,
+        help="how the judged step writes its quantities: digits as in GSM8K (default) or "
+        "words (`48/2 = 24` reads `forty-eight divided by two is twenty-four`)",
     )
     p.add_argument(
         "--labels",
@@ -210,6 +218,12 @@ async def run_judges(args: argparse.Namespace) -> int:
     fit_on = getattr(args, "fit_on", None)
     if fit_on and not labels:
         raise ConfigError("--fit-on goes with --labels")
+    numbers = getattr(args, "numbers", None)
+    if numbers and labels:
+        raise ConfigError(
+            "--numbers goes with the synthetic benchmark, not --labels "
+            "(labelled steps are the draft's own text)"
+        )
     if fit_on and not (Path(fit_on) / RESULTS).is_file():
         raise ConfigError(
             f"--fit-on {fit_on}: no {RESULTS} there (run `bench judges "
@@ -226,7 +240,8 @@ async def run_judges(args: argparse.Namespace) -> int:
             "family": family,
         }
     else:
-        examples, skipped = load_judge_examples(args.limit, seed=args.seed)
+        numbers = numbers or "digits"
+        examples, skipped = load_judge_examples(args.limit, seed=args.seed, numbers=numbers)
         described = {
             "limit": args.limit,
             "seed": args.seed,
@@ -235,6 +250,8 @@ async def run_judges(args: argparse.Namespace) -> int:
             "synthetic": True,
             "skipped_problems": skipped,
         }
+        if numbers != "digits":  # absent means digits: older folders still resume
+            described["numbers"] = numbers
     problems = len({e.problem_id for e in examples})
     if getattr(args, "inject", False):
         examples += injected(examples)
@@ -247,6 +264,7 @@ async def run_judges(args: argparse.Namespace) -> int:
         "labelled draft steps"
         if labels
         else f"problems, {skipped} skipped: no step fit all three corruptions"
+        + (", or its judged step could not be spelled out" if numbers == "words" else "")
     )
     print(
         f"bench judges: {len(examples)} examples ({problems} {what}), {len(measures)} measures, "

@@ -23,7 +23,7 @@ from ...config import SpecReasonConfig
 from ...judges import REJECTED_BY_CHECK
 from .corruption import KINDS
 from .injection import INJECTIONS, SEPARATOR, plain_id
-from .results import read_records
+from .results import META, read_records
 
 BLOCK = 32
 """The cache block of the CPU profiles (``--block-size 32``): the prefill bound's slack."""
@@ -321,18 +321,23 @@ def plot_roc(records: Sequence[dict[str, Any]], path: Path) -> Path | None:
 def write_judge_report(out: Path) -> list[Path]:
     """Write ``summary.md``, ``summary.json`` and ``roc.png`` of a judge-benchmark folder.
 
-    With injected examples (``--inject``), also ``injections.json``.
+    With injected examples (``--inject``), also ``injections.json``. A folder made with
+    ``--numbers words`` says so in the title.
     """
     records = read_records(out / "results.jsonl")
     rows = summarise(records)
     injections = injection_rows(records)
     problems = len({r["problem_id"] for r in records})
+    meta_path = out / META
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    words = (meta.get("settings") or {}).get("numbers") == "words"
     text = (
-        f"# Judge benchmark, synthetic ({problems} GSM8K train problems, "
-        f"{len({r['example'] for r in records})} examples)\n\n"
+        f"# Judge benchmark, synthetic{', numbers spelled out in words' if words else ''} "
+        f"({problems} GSM8K train problems, {len({r['example'] for r in records})} examples)\n\n"
         "Synthetic: gold steps against copies with one number or operator corrupted, "
-        "what the arithmetic check and the `math` reading were built to catch. For the "
-        "draft's own mistakes see `bench judges --labels`.\n\n"
+        "what the arithmetic check and the `math` reading were built to catch"
+        + ("; the judged step states its numbers and operators in words" if words else "")
+        + ". For the draft's own mistakes see `bench judges --labels`.\n\n"
         + markdown(rows)
         + injection_markdown(injections)
     )
