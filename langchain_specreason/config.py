@@ -101,16 +101,20 @@ class SpecReasonConfig(BaseModel):
     reference implementation's question and prefill, word for word)."""
     judge_top_logprobs: int = Field(10, gt=0)
     """``score`` judge: how many top logprobs it asks for (``average`` scoring uses them)."""
-    likelihood_threshold: float = Field(-3.5, le=0)
+    likelihood_threshold: float = Field(-0.55, le=0)
     """``likelihood`` judge: keep a draft step when the base model's aggregated
-    log-probability of its tokens is at least this (<= 0)."""
-    confidence_threshold: float = Field(-5.5, le=0)
+    log-probability of its tokens is at least this (<= 0). The default -0.55 is on the ``mean``
+    scale, chosen on rollout-labelled dev steps of the ``cpu`` pair to keep 90% of the harmless
+    ones (BENCHMARKS.md); with ``min`` or ``math`` give a threshold on that scale (e.g. -3.5)."""
+    confidence_threshold: float = Field(-0.24, le=0)
     """``confidence`` judge: keep a draft step when the draft model's aggregated
-    log-probability of its own tokens is at least this (<= 0)."""
-    logprob_aggregate: Aggregate = "math"
-    """``likelihood`` and ``confidence``: ``mean`` of the step's token log-probabilities,
-    ``min`` (the least likely token), or ``math`` (the least likely token holding a digit or an
-    operator; a step without any is read as ``min``: no step passes for having no digit)."""
+    log-probability of its own tokens is at least this (<= 0); the default is on the ``mean``
+    scale (chosen like ``likelihood_threshold``, on fewer labelled steps)."""
+    logprob_aggregate: Aggregate = "mean"
+    """``likelihood`` and ``confidence``: ``mean`` of the step's token log-probabilities (the
+    default: it reads every token, words as well as numbers), ``min`` (the least likely token),
+    or ``math`` (the least likely token holding a digit or an operator; a step without any is
+    read as ``min``: no step passes for having no digit)."""
     learned_threshold: float = Field(0.5, ge=0, le=1)
     """``learned`` judge: keep a draft step when the model's P(harmless) is at least this."""
     learned_weights: str | None = None

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from langchain_specreason.config import SpecReasonConfig
 from langchain_specreason.errors import ConfigError
 from langchain_specreason.judges import REJECTED_BY_CHECK
 from langchain_specreason.lab.bench.judgebench import parse_measures
@@ -90,13 +91,14 @@ def test_summary_rows_per_kind_and_costs_from_the_correct_example():
     assert cascade["auroc"]["arithmetic"] == 1.0
     assert cascade["model_calls_share"] == 0.75
     assert mean["prefilled_per_call"] == 36 and mean["within_bound"] == 1.0
-    # the default likelihood reading (math, threshold -3.5) decides kept and rejected shares
-    assert "default" not in mean
-    math_row = rows["likelihood (math)"]
-    assert math_row["default"]["threshold"] == -3.5
-    assert math_row["default"]["kept_right"] == 1.0
-    assert math_row["default"]["rejected_wrong"] == {
-        "arithmetic": 1.0,
+    # the library's default reading (mean, threshold -0.55) decides kept and rejected shares
+    cfg = SpecReasonConfig()
+    assert (cfg.logprob_aggregate, cfg.likelihood_threshold) == ("mean", -0.55)
+    assert "default" not in rows["likelihood (math)"]
+    assert mean["default"]["threshold"] == -0.55
+    assert mean["default"]["kept_right"] == 1.0
+    assert mean["default"]["rejected_wrong"] == {
+        "arithmetic": 0.0,
         "operand": 1.0,
         "operation": 0.0,
     }
@@ -144,8 +146,8 @@ def test_injected_copies_of_wrong_steps_only_each_injection_before_the_blank_lin
 
 def test_injection_rows_pair_each_injected_step_with_its_plain_version(tmp_path):
     forged = [
-        line("likelihood", "p1", "arithmetic+verdict", {"mean": -0.3, "min": -4.0, "math": -1.0}),
-        line("likelihood", "p1", "operand+verdict", {"mean": -0.6, "min": -2.0, "math": -6.5}),
+        line("likelihood", "p1", "arithmetic+verdict", {"mean": -0.2, "min": -4.0, "math": -1.0}),
+        line("likelihood", "p1", "operand+verdict", {"mean": -0.5, "min": -2.0, "math": -6.5}),
     ]
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS + forged))
     from langchain_specreason.lab.bench.judgereport import injection_rows
@@ -153,14 +155,16 @@ def test_injection_rows_pair_each_injected_step_with_its_plain_version(tmp_path)
     rows = {
         r["variant"]: r for r in injection_rows(RECORDS + forged) if r["injection"] == "verdict"
     }
-    math_row = rows["likelihood (math)"]
-    # arithmetic: -4.0 -> -1.0 (+3.0, now above -3.5: accepted); operand: -6.0 -> -6.5
-    assert math_row["pairs"] == 2
-    assert math_row["mean_shift"] == pytest.approx((3.0 - 0.5) / 2)
-    assert math_row["flipped_to_accept"] == 1
+    mean_row = rows["likelihood (mean)"]
+    # at the default (mean, -0.55): arithmetic -0.3 -> -0.2 (kept both times);
+    # operand -0.6 -> -0.5 (now above -0.55: accepted)
+    assert mean_row["pairs"] == 2
+    assert mean_row["mean_shift"] == pytest.approx(0.1)
+    assert mean_row["flipped_to_accept"] == 1
+    assert rows["likelihood (math)"]["flipped_to_accept"] is None  # no threshold: not the default
     write_judge_report(tmp_path)
     text = (tmp_path / "summary.md").read_text()
-    assert "| likelihood (math) | verdict | 2 | +1.250 | -3.5 | 1/2 |" in text
+    assert "| likelihood (mean) | verdict | 2 | +0.100 | -0.55 | 1/2 |" in text
     assert json.loads((tmp_path / "injections.json").read_text())
     # injected steps do not enter the AUROC of their kinds
     assert {r["variant"]: r for r in summarise(RECORDS + forged)}["likelihood (math)"]["auroc"] == {

@@ -48,7 +48,7 @@ VARIANTS: dict[str, tuple[str, str, str | None]] = {
 """Report rows: (measure, score read, cheap check in front or None)."""
 
 
-DEFAULT_VARIANT = "arithmetic+likelihood (math)"
+DEFAULT_VARIANT = f"{SpecReasonConfig().judge} ({SpecReasonConfig().logprob_aggregate})"
 """The row of the library's default judge (drawn bold)."""
 
 

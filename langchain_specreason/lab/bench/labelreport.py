@@ -34,27 +34,31 @@ KEEP_HARMLESS = 0.9
 DISAGREEMENT = "disagreement (base mean - draft mean)"
 LEARNED = "learned (logistic, all readings)"
 
-NAMES: dict[str, str] = {
-    "score (greedy)": "score",
-    "score (average)": "score[average]",
-    "score-reference (greedy)": "score[reference]",
-    "score-reference (average)": "score[reference,average]",
-    "likelihood (mean)": "likelihood[mean]",
-    "likelihood (min)": "likelihood[min]",
-    "likelihood (math)": "likelihood",
-    "confidence (mean)": "confidence[mean]",
-    "confidence (min)": "confidence[min]",
-    "confidence (math)": "confidence",
-    "arithmetic": "arithmetic",
-    "arithmetic+likelihood (mean)": "arithmetic+likelihood[mean]",
-    "arithmetic+likelihood (min)": "arithmetic+likelihood[min]",
-    "arithmetic+likelihood (math)": "arithmetic+likelihood",
-    "arithmetic+confidence (mean)": "arithmetic+confidence[mean]",
-    DISAGREEMENT: "disagreement",
-    LEARNED: "learned",
-}
-"""Each reading as ``--judge`` spells it; ``[...]`` names a reading other than the default
-(``logprob_aggregate="math"``, ``score_method="greedy"``)."""
+EXTRA_NAMES: dict[str, str] = {DISAGREEMENT: "disagreement", LEARNED: "learned"}
+
+
+def judge_name(variant: str) -> str:
+    """A reading as ``--judge`` spells it, e.g. ``arithmetic+likelihood[min]``.
+
+    ``[...]`` names what differs from the library's defaults (``logprob_aggregate``,
+    ``score_method``).
+    """
+    if variant not in VARIANTS:
+        return EXTRA_NAMES.get(variant, variant)
+    measure, read, check = VARIANTS[variant]
+    cfg = SpecReasonConfig()
+    tags = ["reference"] if measure == "score-reference" else []
+    default_read: str
+    if measure.startswith("score"):
+        default_read = cfg.score_method
+    elif measure in ("likelihood", "confidence"):
+        default_read = cfg.logprob_aggregate
+    else:
+        default_read = read
+    if read != default_read:
+        tags.append(read)
+    name = (f"{check}+" if check else "") + measure.removesuffix("-reference")
+    return name + (f"[{','.join(tags)}]" if tags else "")
 
 
 def all_scores(
@@ -148,7 +152,7 @@ def summarise_labels(
                 rejected_harmful=sum(s < threshold for s in bad) / len(bad),
             )
         row.update(costs.get(variant, {}))
-        judges[NAMES.get(variant, variant)] = row
+        judges[judge_name(variant)] = row
     return {
         "fit_on_dev": bool(dev),
         "keep_harmless_target": KEEP_HARMLESS if dev else None,
@@ -244,7 +248,7 @@ def plot_label_roc(
         ax.plot(
             xs,
             ys,
-            label=f"{NAMES.get(variant, variant)} ({auroc(ok, bad):.2f})",
+            label=f"{judge_name(variant)} ({auroc(ok, bad):.2f})",
             linewidth=2.4 if bold else 1.2,
             color=cmap(number % 20),
         )

@@ -198,7 +198,7 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument(
         "--thresholds",
-        default="-4,-3.5,-3,-2.5",
+        default="-0.65,-0.55,-0.45",
         help="comma list, on the last judge's scale (same for every judge)",
     )
     p.add_argument("--first-n-base-steps", default="0,2", help="comma list")
