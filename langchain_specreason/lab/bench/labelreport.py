@@ -24,7 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from ...config import SpecReasonConfig
-from .judgereport import VARIANTS, _mean, auroc, default_threshold, roc_points, variant_scores
+from .judgereport import (
+    DEFAULT_VARIANT,
+    VARIANTS,
+    _mean,
+    auroc,
+    default_threshold,
+    roc_points,
+    variant_scores,
+)
 from .learned import LogisticModel, example_features, fit_logistic
 from .results import read_records
 
@@ -244,7 +252,7 @@ def plot_label_roc(
         if not ok or not bad:
             continue
         xs, ys = zip(*roc_points(ok, bad), strict=True)
-        bold = variant in (LEARNED, "arithmetic+likelihood (math)")
+        bold = variant in (LEARNED, DEFAULT_VARIANT)
         ax.plot(
             xs,
             ys,
