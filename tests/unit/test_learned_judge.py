@@ -9,7 +9,11 @@ import pytest
 from langchain_specreason import SpecReasonConfig, make_judge
 from langchain_specreason.errors import ConfigError, InputError
 from langchain_specreason.judges.learned import FEATURES, LearnedJudge, LogisticModel, readings
-from langchain_specreason.lab.bench.labelreport import choose_threshold, summarise_labels
+from langchain_specreason.lab.bench.labelreport import (
+    choose_threshold,
+    judge_name,
+    summarise_labels,
+)
 from langchain_specreason.lab.bench.learned import fit_logistic
 from langchain_specreason.lab.labels.labelfile import load_labelled_steps
 
@@ -155,6 +159,19 @@ def test_label_summary_reports_each_reading_with_dev_chosen_thresholds():
     plain = summarise_labels(held)
     assert "learned" not in plain["judges"]
     assert plain["judges"]["likelihood"]["threshold"] == SpecReasonConfig().likelihood_threshold
+
+
+def test_report_names_a_reading_as_judge_spells_it_relative_to_the_defaults():
+    cfg = SpecReasonConfig()
+    assert (cfg.logprob_aggregate, cfg.score_method) == ("mean", "greedy")
+    assert judge_name("arithmetic+likelihood (mean)") == cfg.judge == "arithmetic+likelihood"
+    assert judge_name("likelihood (math)") == "likelihood[math]"
+    assert judge_name("arithmetic+likelihood (min)") == "arithmetic+likelihood[min]"
+    assert judge_name("confidence (mean)") == "confidence"
+    assert judge_name("score (greedy)") == "score"
+    assert judge_name("score-reference (average)") == "score[reference,average]"
+    assert judge_name("arithmetic") == "arithmetic"
+    assert judge_name("learned (logistic, all readings)") == "learned"
 
 
 def test_in_a_cascade_the_arithmetic_check_reads_a_step_once(monkeypatch):
