@@ -477,3 +477,19 @@ def test_another_seed_changes_the_step_or_its_corruptions():
 def test_load_needs_a_positive_limit(limit):
     with pytest.raises(ConfigError, match="limit must be a positive number of problems"):
         load_judge_examples(limit)
+
+
+def test_a_server_is_reset_only_when_the_next_example_starts_another_trace():
+    from langchain_specreason.lab.bench.judgebench import warming
+    from langchain_specreason.lab.bench.judgedata import JudgeExample
+
+    def ex(question: str, steps: tuple[str, ...], kind: str = "harmless") -> JudgeExample:
+        return JudgeExample(f"{question}:{len(steps)}", "p", question, steps, "s\n\n", kind, 0, "")
+
+    one = ex("q1", ("a\n\n",))
+    assert warming(None, one) == "reset"  # a cold server
+    assert warming(one, ex("q1", ("a\n\n",), kind="operand")) == "cached"  # same prefix
+    assert warming(one, ex("q1", ("a\n\n", "b\n\n"))) == "extend"  # the run's next step
+    assert warming(one, ex("q1", ("c\n\n", "b\n\n"))) == "reset"  # another trace
+    assert warming(one, ex("q1", ())) == "reset"  # conservative: a shorter trace starts over
+    assert warming(one, ex("q2", ("a\n\n",))) == "reset"  # another question

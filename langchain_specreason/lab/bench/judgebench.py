@@ -15,10 +15,13 @@ judge's digit and its probability-weighted average; the mean and the least token
 log-probability). Cascades (``arithmetic+likelihood``) are composed in the report from their
 parts' results, exactly as :class:`~..judges.CascadeJudge` decides.
 
-Prefill is measured as the graph would see it: before the examples of one problem, the
-server's prefix cache is emptied (dev-mode ``/reset_prefix_cache``) and the shared prefix
-(conversation and steps 1..k-1, which in a run the previous call prefilled) is sent once; each
-judge call then reports ``prompt_tokens - cached_tokens``. Results are appended to
+Prefill is measured as the graph would see it: the shared prefix (conversation and steps
+1..k-1, which in a run the previous call prefilled) is in the server's prefix cache before the
+judge call, which then reports ``prompt_tokens - cached_tokens``. When a server's next example
+starts a new trace (another question, or steps that do not extend the previous example's), its
+prefix cache is emptied (dev-mode ``/reset_prefix_cache``) and the prefix is sent once; when
+the trace continues (the next labelled step of the same run), only the new steps are
+prefilled, reading the cache (see :func:`warming`). Results are appended to
 ``results.jsonl`` (resumable), then ``summary.md``, ``summary.json`` and ``roc.png`` are written.
 """
 
@@ -148,15 +151,20 @@ class Measures:
         """The server a measure calls (``None``: none)."""
         return {"base": self.base, "draft": self.draft}.get(MEASURES[measure])
 
-    async def warm(self, measure: str, example: JudgeExample) -> None:
-        """Empty the server's prefix cache and prefill the example's shared prefix once."""
+    async def warm(self, measure: str, example: JudgeExample, *, reset: bool = True) -> None:
+        """Put the example's shared prefix in the server's prefix cache.
+
+        ``reset``: empty the cache first and prefill the whole prefix; else read what the
+        cache holds and prefill the rest.
+        """
         endpoint = self.endpoint(measure)
         if endpoint is None:
             return
-        await reset_prefix_cache(endpoint.base_url, api_key=self._api_key)
+        if reset:
+            await reset_prefix_cache(endpoint.base_url, api_key=self._api_key)
         messages, cont = continue_messages(conversation(example), self.fmt, example.steps)
         ids = await endpoint.tokenize(messages, continue_final=cont)
-        await endpoint.prompt_logprobs(ids, read_cache=False)
+        await endpoint.prompt_logprobs(ids, read_cache=not reset)
 
     async def run(self, measure: str, example: JudgeExample) -> dict[str, Any]:
         """One judge call on ``example``: its scores and costs."""
@@ -290,6 +298,20 @@ async def run_judges(args: argparse.Namespace) -> int:
     return 0
 
 
+def warming(last: JudgeExample | None, example: JudgeExample) -> str:
+    """How a server that holds ``last``'s prefix gets ready for ``example``.
+
+    ``"cached"``: the same question and steps (the synthetic examples of one problem);
+    ``"extend"``: steps that continue ``last``'s (the next labelled step of one run): prefill
+    only the new ones; ``"reset"``: another trace: empty the cache, prefill the whole prefix.
+    """
+    if last is None or example.question != last.question:
+        return "reset"
+    if example.steps == last.steps:
+        return "cached"
+    return "extend" if example.steps[: len(last.steps)] == last.steps else "reset"
+
+
 async def _run(
     todo: list[tuple[str, JudgeExample]],
     pair: ServerPair | None,
@@ -305,7 +327,7 @@ async def _run(
         api_key=key,
     )
     measures = Measures(draft, base, fmt, api_key=key)
-    warmed: set[tuple[str, str]] = set()
+    warmed: dict[str, JudgeExample] = {}  # server -> the example whose prefix it holds
     with (
         JsonlAppender(out / RESULTS) as results,
         tqdm(
@@ -318,9 +340,11 @@ async def _run(
     ):
         for measure, example in todo:
             bar.set_postfix_str(measure)
-            if (measure, example.problem_id) not in warmed:
-                await measures.warm(measure, example)
-                warmed.add((measure, example.problem_id))
+            server = MEASURES[measure]
+            how = warming(warmed.get(server), example)
+            if how != "cached":
+                await measures.warm(measure, example, reset=how == "reset")
+            warmed[server] = example
             got = await measures.run(measure, example)
             if got.get("step_tokens") is None and pair is not None:
                 got["step_tokens"] = await step_tokens(base, fmt, example)
