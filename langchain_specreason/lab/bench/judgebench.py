@@ -33,7 +33,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tqdm import tqdm
 
@@ -298,7 +298,9 @@ async def run_judges(args: argparse.Namespace) -> int:
     return 0
 
 
-def warming(last: JudgeExample | None, example: JudgeExample) -> str:
+def warming(
+    last: JudgeExample | None, example: JudgeExample
+) -> Literal["cached", "extend", "reset"]:
     """How a server that holds ``last``'s prefix gets ready for ``example``.
 
     ``"cached"``: the same question and steps (the synthetic examples of one problem);

@@ -52,19 +52,33 @@ DEFAULT_VARIANT = f"{SpecReasonConfig().judge} ({SpecReasonConfig().logprob_aggr
 """The row of the library's default judge (drawn bold)."""
 
 
+def default_read(measure: str) -> str | None:
+    """The reading :class:`~..config.SpecReasonConfig`'s defaults give ``measure``.
+
+    ``score_method`` or ``logprob_aggregate``; ``None``: the measure has one reading.
+    """
+    cfg = SpecReasonConfig()
+    if measure.startswith("score"):
+        return cfg.score_method
+    if measure in ("likelihood", "confidence"):
+        return cfg.logprob_aggregate
+    return None
+
+
 def default_threshold(variant: str) -> float | None:
     """The threshold :class:`~..config.SpecReasonConfig`'s defaults give this variant."""
     cfg = SpecReasonConfig()
     measure, read, _check = VARIANTS[variant]
-    if measure == "score" and read == cfg.score_method:
-        return cfg.threshold
-    if measure == "likelihood" and read == cfg.logprob_aggregate:
-        return cfg.likelihood_threshold
-    if measure == "confidence" and read == cfg.logprob_aggregate:
-        return cfg.confidence_threshold
     if measure == "arithmetic":
         return 0.5
-    return None
+    if read != default_read(measure):
+        return None
+    thresholds = {
+        "score": cfg.threshold,
+        "likelihood": cfg.likelihood_threshold,
+        "confidence": cfg.confidence_threshold,
+    }
+    return thresholds.get(measure)  # score-reference: another wording, no default threshold
 
 
 def auroc(right: Sequence[float], wrong: Sequence[float]) -> float | None:

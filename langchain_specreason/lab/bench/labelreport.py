@@ -29,6 +29,7 @@ from .judgereport import (
     VARIANTS,
     _mean,
     auroc,
+    default_read,
     default_threshold,
     roc_points,
     variant_scores,
@@ -54,16 +55,9 @@ def judge_name(variant: str) -> str:
     if variant not in VARIANTS:
         return EXTRA_NAMES.get(variant, variant)
     measure, read, check = VARIANTS[variant]
-    cfg = SpecReasonConfig()
     tags = ["reference"] if measure == "score-reference" else []
-    default_read: str
-    if measure.startswith("score"):
-        default_read = cfg.score_method
-    elif measure in ("likelihood", "confidence"):
-        default_read = cfg.logprob_aggregate
-    else:
-        default_read = read
-    if read != default_read:
+    default = default_read(measure)
+    if default is not None and read != default:
         tags.append(read)
     name = (f"{check}+" if check else "") + measure.removesuffix("-reference")
     return name + (f"[{','.join(tags)}]" if tags else "")
