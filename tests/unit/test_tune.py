@@ -95,3 +95,86 @@ async def test_replay_answers_a_seen_request_from_memory_with_its_seconds():
     assert streamed == streamed_again == ["a", ""]
     assert (inner.calls, replay.calls, replay.replayed) == (3, 3, 2)
     assert await replay.max_model_len() == 4096  # everything else passes through
+
+
+def test_max_wrong_is_the_choice_rule_counted_in_wrong_answers():
+    from langchain_specreason.lab.bench.tune import max_wrong
+
+    base = m("base", 15, 100.0, n=20)
+    assert max_wrong(base) == 5
+    assert max_wrong(base, max_loss=0.1) == 7
+    for loss in (0.0, 0.05, 0.1, 0.25):
+        for right in range(21):
+            cand = m("spec-a", right, 1.0, n=20)
+            kept = choose(base, None, [cand], max_loss=loss).recommend == "specreason"
+            assert kept == (20 - right <= max_wrong(base, loss)), (loss, right)
+
+
+async def test_a_setting_is_dropped_once_it_has_more_wrong_answers_than_allowed(monkeypatch):
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    from langchain_specreason.lab.bench import tune
+    from langchain_specreason.lab.bench.datasets import Problem
+    from langchain_specreason.lab.bench.modes import Run
+
+    always_wrong = Run("specreason", -0.5, None, None, "likelihood", 0)
+    always_right = Run("specreason", -0.9, None, None, "likelihood", 0)
+    solved: list[tuple[Run, str]] = []
+
+    class FakeSolver:
+        def __init__(self, run, draft, base, settings):
+            self.run = run
+
+        async def solve(self, problem):
+            solved.append((self.run, problem.id))
+            return {
+                "mode": self.run.mode,
+                "threshold": self.run.threshold,
+                "judge": self.run.judge,
+                "first_n_base_steps": 0,
+                "problem_id": problem.id,
+                "correct": self.run is always_right,
+                "server_s": 1.0,
+            }
+
+    class Source:
+        @contextmanager
+        def servers(self, variant):
+            yield SimpleNamespace(draft_url="d", base_url="b", api_key=None)
+
+    class Sink:
+        def write(self, record):
+            pass
+
+    monkeypatch.setattr(tune, "Solver", FakeSolver)
+    monkeypatch.setattr(tune, "endpoint_pair", lambda *a, **k: (object(), object()))
+    problems = [Problem(f"p{i}", "q", "1", "number") for i in range(6)]
+    # one wrong answer already recorded (a resumed run)
+    records: list[dict] = [
+        {
+            "mode": "specreason",
+            "threshold": -0.5,
+            "judge": "likelihood",
+            "split": "dev",
+            "problem_id": "p0",
+            "correct": False,
+        }
+    ]
+    await tune._solve(
+        Source(),
+        None,
+        [always_wrong, always_right],
+        problems,
+        records,
+        Sink(),
+        None,
+        split="dev",
+        replay=False,
+        progress=False,
+        drop_after=2,
+    )
+    # always_wrong: p0 was recorded, p1 and p2 bring it to 3 wrong (> 2): p3-p5 are skipped
+    assert [p for r, p in solved if r is always_wrong] == ["p1", "p2"]
+    assert [p for r, p in solved if r is always_right] == [f"p{i}" for i in range(6)]
+    assert tune.wrong_counts(records, "dev") == {always_wrong: 3, always_right: 0}

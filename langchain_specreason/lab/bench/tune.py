@@ -9,7 +9,9 @@
    vLLM's ``sd`` (when the profile has the variant or ``--sd-base-url`` is given), and every
    SpecReason setting of the grid (judge x threshold x the base model's first steps, with and
    without ``sd``). Settings replay the calls they share (:mod:`.replay`; greedy, no
-   lookahead), so a setting costs only the calls where it decides differently.
+   lookahead), so a setting costs only the calls where it decides differently. A setting
+   is dropped as soon as it has more wrong answers than the choice rule allows
+   (:func:`max_wrong`): it could no longer be chosen, so its other problems are not run.
 2. **Choice** (:func:`choose`): the fastest setting whose dev accuracy is within
    ``--max-accuracy-loss`` of the base model's (default 0: not below it). If it is not faster
    than ``sd`` (or none qualifies) the recommendation is ``sd`` alone, said plainly.
@@ -122,6 +124,25 @@ def choose(
         "use the base model alone: neither sd nor any SpecReason "
         "setting kept its accuracy on the dev problems",
     )
+
+
+def max_wrong(base: Measured, max_loss: float = 0.0) -> int:
+    """Most wrong answers on the dev set a setting may have and still be chosen.
+
+    The same rule as :func:`choose`: accuracy at least the base model's minus ``max_loss``.
+    """
+    n = len(base.correct)
+    return n - math.ceil(n * (base.accuracy - max_loss) - 1e-9)
+
+
+def wrong_counts(records: Sequence[dict[str, Any]], split: str) -> dict[Run, int]:
+    """Wrong answers so far per run on ``split``."""
+    out: dict[Run, int] = {}
+    for r in records:
+        if r.get("split") == split:
+            run = Run.of(r)
+            out[run] = out.get(run, 0) + (not r["correct"])
+    return out
 
 
 @dataclass(frozen=True)
@@ -290,6 +311,7 @@ async def run_tune(args: argparse.Namespace) -> int:
                 replay=False,
                 progress=not args.no_progress,
             )
+            base_dev = measured([r for r in records if r["split"] == "dev"], Run("base"), dev)
             await _solve(
                 source,
                 variant,
@@ -301,6 +323,9 @@ async def run_tune(args: argparse.Namespace) -> int:
                 split="dev",
                 replay=True,
                 progress=not args.no_progress,
+                drop_after=None
+                if base_dev is None
+                else max_wrong(base_dev, args.max_accuracy_loss),
             )
         dev_records = [r for r in records if r["split"] == "dev"]
         base = measured(dev_records, Run("base"), dev)
@@ -311,6 +336,20 @@ async def run_tune(args: argparse.Namespace) -> int:
             if (m := measured(dev_records, r, dev, settings.config(r).as_dict())) is not None
         ]
         assert base is not None
+        wrong = wrong_counts(dev_records, "dev")
+        dropped = [
+            {"name": r.label, "wrong": wrong[r], "after": _count(dev_records, r)}
+            for r in runs
+            if measured(dev_records, r, dev) is None
+            and wrong.get(r, 0) > max_wrong(base, args.max_accuracy_loss)
+        ]
+        for d in dropped:
+            print(
+                f"tune: dropped {d['name']}: {d['wrong']} wrong in {d['after']} dev problems"
+                f" (at most {max_wrong(base, args.max_accuracy_loss)} keeps the accuracy)",
+                file=sys.stderr,
+                flush=True,
+            )
         choice = choose(base, sd, cands, args.max_accuracy_loss)
         print(f"tune: {choice.reason}", file=sys.stderr, flush=True)
         # 2. held-out: base, sd and the choice, on problems it was not chosen on
@@ -351,6 +390,7 @@ async def run_tune(args: argparse.Namespace) -> int:
                     {"name": m.name, "accuracy": m.accuracy, "mean_s": m.mean_s, "sd": m.sd}
                     for m in [base, *([sd] if sd else []), *cands]
                 ],
+                "dropped": dropped,
             },
             indent=1,
         )
@@ -374,7 +414,12 @@ async def _solve(
     split: str,
     replay: bool,
     progress: bool,
+    drop_after: int | None = None,
 ) -> None:
+    """Run every (run, problem) not yet in ``records``, problem-major.
+
+    ``drop_after``: skip a run's remaining problems once it has more wrong answers than this.
+    """
     done = {(r["split"], Run.of(r), r["problem_id"]) for r in records}
     todo = [(run, p) for p in problems for run in runs if (split, run, p.id) not in done]
     if not todo:
@@ -392,6 +437,9 @@ async def _solve(
             dynamic_ncols=True,
         ) as bar:
             for run, problem in todo:
+                if drop_after is not None and wrong_counts(records, split).get(run, 0) > drop_after:
+                    bar.update(1)
+                    continue
                 record = {
                     **await solvers[run].solve(problem),
                     "split": split,
@@ -401,6 +449,10 @@ async def _solve(
                 sink.write(record)
                 records.append(record)
                 bar.update(1)
+
+
+def _count(records: Sequence[dict[str, Any]], run: Run) -> int:
+    return sum(1 for r in records if Run.of(r) == run)
 
 
 def _evidence(
@@ -486,4 +538,13 @@ def _plot(
     plt.close(fig)
 
 
-__all__ = ["Choice", "Grid", "Measured", "choose", "judge_settings", "run_tune"]
+__all__ = [
+    "Choice",
+    "Grid",
+    "Measured",
+    "choose",
+    "judge_settings",
+    "max_wrong",
+    "run_tune",
+    "wrong_counts",
+]
