@@ -178,3 +178,42 @@ async def test_a_setting_is_dropped_once_it_has_more_wrong_answers_than_allowed(
     assert [p for r, p in solved if r is always_wrong] == ["p1", "p2"]
     assert [p for r, p in solved if r is always_right] == [f"p{i}" for i in range(6)]
     assert tune.wrong_counts(records, "dev") == {always_wrong: 3, always_right: 0}
+
+
+def test_bench_config_file_runs_exactly_the_setting_tune_wrote(tmp_path):
+    from langchain_specreason import SpecReasonConfig
+    from langchain_specreason.cli import build_parser
+    from langchain_specreason.lab.bench.command import make_plan
+
+    problems = tmp_path / "p.jsonl"
+    problems.write_text('{"question": "q", "answer": "1"}\n')
+    argv = ["bench", "--draft-url", "http://127.0.0.1:1/v1", "--base-url", "http://127.0.0.1:2/v1"]
+    argv += ["--dataset", str(problems), "--modes", "base,specreason", "--out", str(tmp_path)]
+
+    def plan_of(config: SpecReasonConfig):
+        path = tmp_path / "tuned.toml"
+        path.write_text(config.to_toml({"recommendation": "specreason"}))
+        return make_plan(build_parser().parse_args([*argv, "--config-file", str(path)]))
+
+    tuned = SpecReasonConfig(
+        judge="arithmetic+likelihood",
+        likelihood_threshold=-0.45,
+        first_n_base_steps=2,
+        budget=900,
+        lookahead=False,
+        temperature=0.0,
+        seed=0,
+    )
+    plan = plan_of(tuned)
+    [(_, runs)] = plan.groups
+    spec = next(r for r in runs if r.mode == "specreason")
+    assert plan.settings.config(spec) == tuned
+    assert plan.meta_settings["config_file"].endswith("tuned.toml")
+    score = SpecReasonConfig(judge="score", threshold=6.0, score_method="average", seed=0)
+    scored = plan_of(score)
+    [(_, runs)] = scored.groups
+    spec = next(r for r in runs if r.mode == "specreason")
+    assert (spec.threshold, spec.score_method) == (6.0, "average")
+    assert scored.settings.config(spec) == score
+    with pytest.raises(ConfigError, match="cannot run repeat_window"):
+        plan_of(tuned.replace(repeat_window=3))

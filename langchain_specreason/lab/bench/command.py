@@ -22,7 +22,13 @@ from typing import Any
 
 from tqdm import tqdm
 
-from ...config import add_config_flags, config_default
+from ...config import (
+    THRESHOLD_FIELDS,
+    SpecReasonConfig,
+    add_config_flags,
+    config_default,
+    parse_judge,
+)
 from ...errors import ConfigError
 from ...serving.profiles import load_profile
 from .datasets import Problem, add_dataset_flags, is_file_dataset, problems_of
@@ -36,6 +42,7 @@ from .modes import (
     MODES,
     ROUTER_MODES,
     SCORE_METHODS,
+    SPECREASON_MODES,
     Run,
     expand_runs,
     group_by_variant,
@@ -118,6 +125,12 @@ def add_parser(subparsers: Any) -> None:
         "(the plan), the draft the rest (default 0)",
     )
     runs.add_argument(
+        "--config-file",
+        metavar="TOML",
+        help="SpecReason modes run this config (what `specreason tune` writes): its judge, "
+        "threshold, first steps, budget and sampling replace those flags",
+    )
+    runs.add_argument(
         "--tau",
         default="0.5",
         help="Arbitrage router threshold on p(escalate), 0-1; a comma list sweeps",
@@ -179,8 +192,48 @@ def default_out(dataset: str, now: datetime | None = None) -> Path:
     return Path("runs") / f"bench-{name}-{(now or datetime.now()):%Y%m%d-%H%M%S}"
 
 
+def apply_config_file(args: argparse.Namespace) -> SpecReasonConfig | None:
+    """Set the run flags from ``--config-file`` (``None`` without one).
+
+    The file's judge, its threshold (``--threshold`` or ``--logprob-threshold`` by the judge's
+    scale), the score method, the base model's first steps and the generation fields replace
+    the flags' values.
+    """
+    if not getattr(args, "config_file", None):
+        return None
+    config = SpecReasonConfig.from_file(args.config_file)
+    args.judge = config.judge
+    field = THRESHOLD_FIELDS.get(parse_judge(config.judge)[-1])
+    if field == "threshold":
+        args.threshold = f"{config.threshold:g}"
+        args.score_method = config.score_method
+    elif field is not None:
+        args.logprob_threshold = f"{getattr(config, field):g}"
+    args.first_n_base_steps = config.first_n_base_steps
+    for name in GENERATION_FIELDS:
+        setattr(args, name, getattr(config, name))
+    return config
+
+
+def check_config_file(config: SpecReasonConfig, runs: list[Run], settings: BenchSettings) -> None:
+    """ConfigError when a SpecReason run would not run ``config`` exactly (naming the fields)."""
+    want = config.as_dict()
+    for run in runs:
+        if run.mode not in SPECREASON_MODES:
+            continue
+        got = settings.config(run).as_dict()
+        differ = sorted(k for k in want if got[k] != want[k])
+        if differ:
+            raise ConfigError(
+                f"--config-file: the benchmark cannot run {', '.join(differ)} as the file "
+                f"sets them (it runs the judge, its threshold, first steps and the "
+                f"generation fields; the rest must be the library's defaults)"
+            )
+
+
 def make_plan(args: argparse.Namespace) -> Plan:
     """Parse and validate the flags, load the problems (raises typed errors)."""
+    from_file = apply_config_file(args)
     all_runs = expand_runs(
         parse_modes(args.modes),
         parse_thresholds(args.threshold),
@@ -208,6 +261,8 @@ def make_plan(args: argparse.Namespace) -> Plan:
     settings = generation_settings(args)
     for run in all_runs:
         settings.config(run)  # raises ConfigError for a bad budget, temperature...
+    if from_file is not None:
+        check_config_file(from_file, all_runs, settings)
     problems = problems_of(args)
     dataset: dict[str, Any] = {"dataset": args.dataset}
     if is_file_dataset(args.dataset):
@@ -218,6 +273,8 @@ def make_plan(args: argparse.Namespace) -> Plan:
             "id_field": args.id_field,
             "grader": args.grader,
         }
+    if from_file is not None:
+        dataset["config_file"] = str(args.config_file)
     if args.offset:  # a range of the dataset (absent: from its start, as older folders)
         dataset["offset"] = args.offset
     return Plan(
