@@ -113,7 +113,8 @@ def test_tune_on_two_dev_problems_writes_a_config_the_chat_model_answers_with(se
     assert report["choice"] in ("specreason", "sd", "base")
     assert done.stdout.startswith(report["choice"] + ":")
     names = [m["name"] for m in report["dev"]]
-    assert names[0] == "base" and len(names) == 3  # base and the two settings (no sd here)
+    dropped = [d["name"] for d in report["dropped"]]  # too many wrong answers to be chosen
+    assert names[0] == "base" and len(names) - 1 + len(dropped) == 2  # two settings, no sd
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert {r["split"] for r in records} == {"dev", "heldout"}
     assert all(r["config"]["lookahead"] is False for r in records)
@@ -123,3 +124,24 @@ def test_tune_on_two_dev_problems_writes_a_config_the_chat_model_answers_with(se
     )
     assert llm.spec_config().budget == 32
     assert llm.invoke("What is 12*7?").content.strip()
+    # the benchmark runs the same setting from the file (for the report on test problems)
+    problems = tmp_path / "p.jsonl"
+    problems.write_text('{"question": "What is 12*7?", "answer": "84"}\n')
+    cli(
+        "bench",
+        "--draft-url",
+        servers.draft_url,
+        "--base-url",
+        servers.base_url,
+        "--dataset",
+        str(problems),
+        "--modes",
+        "specreason",
+        "--config-file",
+        str(out / "tuned.toml"),
+        "--no-progress",
+        "--out",
+        str(tmp_path / "bench"),
+    )
+    [bench] = [json.loads(x) for x in (tmp_path / "bench/results.jsonl").read_text().splitlines()]
+    assert bench["config"] == llm.spec_config().as_dict()
