@@ -217,3 +217,31 @@ def test_bench_config_file_runs_exactly_the_setting_tune_wrote(tmp_path):
     assert scored.settings.config(spec) == score
     with pytest.raises(ConfigError, match="cannot run repeat_window"):
         plan_of(tuned.replace(repeat_window=3))
+
+
+def test_a_dropped_setting_is_read_beside_the_base_model_on_the_same_problems():
+    from langchain_specreason.lab.bench.datasets import Problem
+    from langchain_specreason.lab.bench.modes import Run
+    from langchain_specreason.lab.bench.tune import partial
+
+    problems = [Problem(f"p{i}", "q", "1", "number") for i in range(4)]
+    base = [
+        {"mode": "base", "problem_id": f"p{i}", "correct": i != 1, "server_s": 10.0 + i}
+        for i in range(4)
+    ]
+    setting = {"mode": "specreason", "threshold": -0.5, "judge": "likelihood"}
+    ran = [
+        {**setting, "problem_id": "p0", "correct": False, "server_s": 4.0},
+        {**setting, "problem_id": "p2", "correct": False, "server_s": 6.0},
+    ]
+    run = Run.of(ran[0])
+    got = partial(base + ran, run, problems)
+    assert got == {
+        "name": run.label,
+        "sd": False,
+        "after": 2,
+        "wrong": 2,
+        "base_wrong": 0,  # p0 and p2: the base model answered both
+        "mean_s": 5.0,
+        "base_mean_s": 11.0,
+    }

@@ -338,7 +338,7 @@ async def run_tune(args: argparse.Namespace) -> int:
         assert base is not None
         wrong = wrong_counts(dev_records, "dev")
         dropped = [
-            {"name": r.label, "wrong": wrong[r], "after": _count(dev_records, r)}
+            partial(dev_records, r, dev)
             for r in runs
             if measured(dev_records, r, dev) is None
             and wrong.get(r, 0) > max_wrong(base, args.max_accuracy_loss)
@@ -346,7 +346,8 @@ async def run_tune(args: argparse.Namespace) -> int:
         for d in dropped:
             print(
                 f"tune: dropped {d['name']}: {d['wrong']} wrong in {d['after']} dev problems"
-                f" (at most {max_wrong(base, args.max_accuracy_loss)} keeps the accuracy)",
+                f" (base {d['base_wrong']}; at most {max_wrong(base, args.max_accuracy_loss)}"
+                " in all of them keeps the accuracy)",
                 file=sys.stderr,
                 flush=True,
             )
@@ -396,7 +397,7 @@ async def run_tune(args: argparse.Namespace) -> int:
         )
         + "\n"
     )
-    _plot(base, sd, cands, choice, out / "pareto.png")
+    _plot(base, sd, cands, choice, out / "pareto.png", dropped)
     print(f"{choice.recommend}: {choice.reason}")
     print(out / TUNED)
     return 0
@@ -451,8 +452,22 @@ async def _solve(
                 bar.update(1)
 
 
-def _count(records: Sequence[dict[str, Any]], run: Run) -> int:
-    return sum(1 for r in records if Run.of(r) == run)
+def partial(
+    records: Sequence[dict[str, Any]], run: Run, problems: Sequence[Problem]
+) -> dict[str, Any]:
+    """A dropped setting on the problems it ran, beside the base model on the same problems."""
+    mine = {r["problem_id"]: r for r in records if Run.of(r) == run}
+    base = {r["problem_id"]: r for r in records if Run.of(r) == Run("base")}
+    ids = [p.id for p in problems if p.id in mine and p.id in base]
+    return {
+        "name": run.label,
+        "sd": run.mode == "specreason+sd",
+        "after": len(ids),
+        "wrong": sum(not mine[i]["correct"] for i in ids),
+        "base_wrong": sum(not base[i]["correct"] for i in ids),
+        "mean_s": math.fsum(mine[i]["server_s"] for i in ids) / len(ids) if ids else None,
+        "base_mean_s": math.fsum(base[i]["server_s"] for i in ids) / len(ids) if ids else None,
+    }
 
 
 def _evidence(
@@ -505,7 +520,12 @@ def _evidence(
 
 
 def _plot(
-    base: Measured, sd: Measured | None, cands: Sequence[Measured], choice: Choice, path: Path
+    base: Measured,
+    sd: Measured | None,
+    cands: Sequence[Measured],
+    choice: Choice,
+    path: Path,
+    dropped: Sequence[dict[str, Any]] = (),
 ) -> None:
     try:
         import matplotlib
@@ -517,6 +537,16 @@ def _plot(
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
     for m in cands:
         ax.scatter(m.mean_s, m.accuracy, color="tab:blue" if not m.sd else "tab:purple", s=18)
+    for i, d in enumerate(d for d in dropped if d["after"]):
+        ax.scatter(
+            d["mean_s"],
+            1 - d["wrong"] / d["after"],
+            facecolors="none",
+            edgecolors="tab:purple" if d["sd"] else "tab:blue",
+            marker="v",
+            s=30,
+            label="dropped (on the problems it ran)" if i == 0 else None,
+        )
     for ref, colour in ((base, "tab:gray"), (sd, "tab:green")):
         if ref is not None:
             ax.scatter(ref.mean_s, ref.accuracy, color=colour, s=60, marker="s", label=ref.name)
@@ -545,6 +575,7 @@ __all__ = [
     "choose",
     "judge_settings",
     "max_wrong",
+    "partial",
     "run_tune",
     "wrong_counts",
 ]
