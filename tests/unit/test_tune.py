@@ -245,3 +245,34 @@ def test_a_dropped_setting_is_read_beside_the_base_model_on_the_same_problems():
         "mean_s": 5.0,
         "base_mean_s": 11.0,
     }
+
+
+def test_the_evidence_of_use_sd_holds_sd_against_base_on_the_held_out_problems():
+    from types import SimpleNamespace
+
+    from langchain_specreason.lab.bench.datasets import Problem
+    from langchain_specreason.lab.bench.tune import _evidence
+
+    problems = [Problem(f"h{i}", "q", "1", "number") for i in range(4)]
+    held = [
+        {"mode": "base", "problem_id": f"h{i}", "correct": True, "server_s": 100.0}
+        for i in range(4)
+    ] + [
+        {"mode": "sd", "variant": "sd", "problem_id": f"h{i}", "correct": i != 3, "server_s": 25.0}
+        for i in range(4)
+    ]
+    args = SimpleNamespace(
+        dataset="gsm8k-train",
+        seed=0,
+        dev_count=20,
+        heldout_count=4,
+        heldout_offset=2000,
+        max_accuracy_loss=0.0,
+    )
+    choice = choose(BASE, SD, [m("spec-a", 3, 20.0)])
+    ev = _evidence(choice, BASE, SD, held, problems, None, args)
+    assert ev["recommendation"] == "sd" and ev["dev_sd_s"] == 70.0
+    assert (ev["heldout_base_accuracy"], ev["heldout_sd_accuracy"]) == (1.0, 0.75)
+    assert ev["heldout_sd_speedup_vs_base"] == [4.0, 4.0, 4.0]  # every problem 4x
+    assert ev["heldout_sd_mcnemar_p_vs_base"] == 1.0  # one discordant problem
+    assert "heldout_accuracy" not in ev  # no setting was chosen

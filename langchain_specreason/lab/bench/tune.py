@@ -505,6 +505,12 @@ def _evidence(
         ev.update(heldout_base_accuracy=h_base.accuracy, heldout_base_s=h_base.mean_s)
     if h_sd is not None:
         ev.update(heldout_sd_accuracy=h_sd.accuracy, heldout_sd_s=h_sd.mean_s)
+        if h_base is not None:
+            sd_ratio = paired_ratio(list(h_sd.latency), list(h_base.latency))
+            ev.update(
+                heldout_sd_speedup_vs_base=[sd_ratio.ratio, sd_ratio.low, sd_ratio.high],
+                heldout_sd_mcnemar_p_vs_base=mcnemar(list(h_sd.correct), list(h_base.correct))[2],
+            )
     if h_set is not None and h_base is not None:
         ratio = paired_ratio(list(h_set.latency), list(h_base.latency))
         ev.update(
