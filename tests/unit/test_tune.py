@@ -138,10 +138,14 @@ async def test_a_setting_is_dropped_once_it_has_more_wrong_answers_than_allowed(
                 "server_s": 1.0,
             }
 
+    events: list[str] = []
+
     class Source:
         @contextmanager
         def servers(self, variant):
+            events.append(f"start {variant}")
             yield SimpleNamespace(draft_url="d", base_url="b", api_key=None)
+            events.append(f"stop {variant}")
 
     class Sink:
         def write(self, record):
@@ -161,8 +165,9 @@ async def test_a_setting_is_dropped_once_it_has_more_wrong_answers_than_allowed(
             "correct": False,
         }
     ]
+    started = tune.Started(Source())
     await tune._solve(
-        Source(),
+        started,
         None,
         [always_wrong, always_right],
         problems,
@@ -178,6 +183,46 @@ async def test_a_setting_is_dropped_once_it_has_more_wrong_answers_than_allowed(
     assert [p for r, p in solved if r is always_wrong] == ["p1", "p2"]
     assert [p for r, p in solved if r is always_right] == [f"p{i}" for i in range(6)]
     assert tune.wrong_counts(records, "dev") == {always_wrong: 3, always_right: 0}
+    # one server start serves the next work on the same variant; nothing to do starts none
+    await tune._solve(
+        started,
+        None,
+        [always_right],
+        problems,
+        records,
+        Sink(),
+        None,
+        split="dev",
+        replay=False,
+        progress=False,
+    )
+    await tune._solve(
+        started,
+        None,
+        [always_right],
+        problems,
+        records,
+        Sink(),
+        None,
+        split="heldout",
+        replay=False,
+        progress=False,
+    )
+    await tune._solve(
+        started,
+        "sd",
+        [Run("specreason+sd", -0.9, None, "sd", "likelihood", 0)],
+        problems[:1],
+        records,
+        Sink(),
+        None,
+        split="heldout",
+        replay=False,
+        progress=False,
+    )
+    started.close()
+    assert events == ["start None", "stop None", "start sd", "stop sd"]
+    assert started.starts == 2
 
 
 def test_bench_config_file_runs_exactly_the_setting_tune_wrote(tmp_path):

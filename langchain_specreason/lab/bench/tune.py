@@ -27,6 +27,7 @@ every mode; results are appended to ``results.jsonl`` and a rerun resumes.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import math
@@ -47,7 +48,7 @@ from .modes import DEFAULT_SD_VARIANT, Run
 from .replay import ReplayEndpoint
 from .results import JsonlAppender, read_records
 from .runner import BenchSettings, Solver
-from .servers import ServerSource, add_server_flags, api_key_of
+from .servers import ServerPair, ServerSource, add_server_flags, api_key_of
 
 RESULTS = "results.jsonl"
 TUNED = "tuned.toml"
@@ -194,6 +195,39 @@ def measured(
     )
 
 
+class Started:
+    """The servers of one variant at a time, each started once.
+
+    Started when first needed and kept up until another variant is needed or :meth:`close`;
+    a resumed tune starts none it does not need.
+    """
+
+    def __init__(self, source: ServerSource) -> None:
+        self.source = source
+        self._stack: contextlib.ExitStack | None = None
+        self._variant: str | None = None
+        self._pair: ServerPair | None = None
+        self.starts = 0
+        """How many times servers were started."""
+
+    def pair(self, variant: str | None) -> ServerPair:
+        """The running servers of ``variant`` (stopping another variant's first)."""
+        if self._stack is not None and self._pair is not None and self._variant == variant:
+            return self._pair
+        self.close()
+        self._stack = contextlib.ExitStack()
+        self._pair = self._stack.enter_context(self.source.servers(variant))
+        self._variant = variant
+        self.starts += 1
+        return self._pair
+
+    def close(self) -> None:
+        """Stop the running servers, if any."""
+        if self._stack is not None:
+            self._stack.close()
+        self._stack, self._pair = None, None
+
+
 def add_parser(subparsers: Any) -> None:
     """Add ``tune`` to the ``specreason`` subcommands."""
     p = subparsers.add_parser(
@@ -294,13 +328,14 @@ async def run_tune(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    with JsonlAppender(out / RESULTS) as sink:
+    started = Started(source)
+    with JsonlAppender(out / RESULTS) as sink, contextlib.closing(started):
         # 1. dev: base, sd, every setting (replaying shared calls)
         for variant in variants:
             group = [r for r in runs if (r.variant is not None) == (variant is not None)]
             base_run = Run("sd", variant=variant) if variant else Run("base")
             await _solve(
-                source,
+                started,
                 variant,
                 [base_run],
                 dev,
@@ -313,7 +348,7 @@ async def run_tune(args: argparse.Namespace) -> int:
             )
             base_dev = measured([r for r in records if r["split"] == "dev"], Run("base"), dev)
             await _solve(
-                source,
+                started,
                 variant,
                 group,
                 dev,
@@ -357,12 +392,12 @@ async def run_tune(args: argparse.Namespace) -> int:
         chosen_run = next(
             (r for r in runs if choice.setting and r.label == choice.setting.name), None
         )
-        for variant in variants:
+        for variant in reversed(variants):  # the servers still up from the dev runs first
             group = [Run("sd", variant=variant) if variant else Run("base")]
             if chosen_run is not None and (chosen_run.variant is not None) == (variant is not None):
                 group.append(chosen_run)
             await _solve(
-                source,
+                started,
                 variant,
                 group,
                 held,
@@ -404,7 +439,7 @@ async def run_tune(args: argparse.Namespace) -> int:
 
 
 async def _solve(
-    source: ServerSource,
+    started: Started,
     variant: str | None,
     runs: Sequence[Run],
     problems: Sequence[Problem],
@@ -425,31 +460,31 @@ async def _solve(
     todo = [(run, p) for p in problems for run in runs if (split, run, p.id) not in done]
     if not todo:
         return
-    with source.servers(variant) as pair:
-        draft, base = endpoint_pair(pair.draft_url, pair.base_url, api_key=pair.api_key)
-        if replay:
-            draft, base = ReplayEndpoint(draft), ReplayEndpoint(base)  # type: ignore[assignment]
-        solvers = {run: Solver(run, draft, base, settings) for run in runs}
-        with tqdm(
-            total=len(todo),
-            desc=f"tune {split}{'/' + variant if variant else ''}",
-            unit="run",
-            disable=not progress,
-            dynamic_ncols=True,
-        ) as bar:
-            for run, problem in todo:
-                if drop_after is not None and wrong_counts(records, split).get(run, 0) > drop_after:
-                    bar.update(1)
-                    continue
-                record = {
-                    **await solvers[run].solve(problem),
-                    "split": split,
-                    "variant": variant,
-                    "replayed": replay,
-                }
-                sink.write(record)
-                records.append(record)
+    pair = started.pair(variant)
+    draft, base = endpoint_pair(pair.draft_url, pair.base_url, api_key=pair.api_key)
+    if replay:
+        draft, base = ReplayEndpoint(draft), ReplayEndpoint(base)  # type: ignore[assignment]
+    solvers = {run: Solver(run, draft, base, settings) for run in runs}
+    with tqdm(
+        total=len(todo),
+        desc=f"tune {split}{'/' + variant if variant else ''}",
+        unit="run",
+        disable=not progress,
+        dynamic_ncols=True,
+    ) as bar:
+        for run, problem in todo:
+            if drop_after is not None and wrong_counts(records, split).get(run, 0) > drop_after:
                 bar.update(1)
+                continue
+            record = {
+                **await solvers[run].solve(problem),
+                "split": split,
+                "variant": variant,
+                "replayed": replay,
+            }
+            sink.write(record)
+            records.append(record)
+            bar.update(1)
 
 
 def partial(
