@@ -183,7 +183,23 @@ async def test_a_setting_is_dropped_once_it_has_more_wrong_answers_than_allowed(
     assert [p for r, p in solved if r is always_wrong] == ["p1", "p2"]
     assert [p for r, p in solved if r is always_right] == [f"p{i}" for i in range(6)]
     assert tune.wrong_counts(records, "dev") == {always_wrong: 3, always_right: 0}
-    # one server start serves the next work on the same variant; nothing to do starts none
+    # one server start serves the next work on the same variant; nothing to do starts none,
+    # and a dropped setting's remaining problems are nothing to do
+    started.close()
+    await tune._solve(
+        started,
+        None,
+        [always_wrong],
+        problems,
+        records,
+        Sink(),
+        None,
+        split="dev",
+        replay=False,
+        progress=False,
+        drop_after=2,
+    )
+    assert started.starts == 1
     await tune._solve(
         started,
         None,
@@ -221,8 +237,8 @@ async def test_a_setting_is_dropped_once_it_has_more_wrong_answers_than_allowed(
         progress=False,
     )
     started.close()
-    assert events == ["start None", "stop None", "start sd", "stop sd"]
-    assert started.starts == 2
+    assert events == ["start None", "stop None", "start None", "stop None", "start sd", "stop sd"]
+    assert started.starts == 3
 
 
 def test_bench_config_file_runs_exactly_the_setting_tune_wrote(tmp_path):

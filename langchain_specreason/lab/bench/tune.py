@@ -457,7 +457,16 @@ async def _solve(
     ``drop_after``: skip a run's remaining problems once it has more wrong answers than this.
     """
     done = {(r["split"], Run.of(r), r["problem_id"]) for r in records}
-    todo = [(run, p) for p in problems for run in runs if (split, run, p.id) not in done]
+
+    def dropped(run: Run) -> bool:
+        return drop_after is not None and wrong_counts(records, split).get(run, 0) > drop_after
+
+    todo = [
+        (run, p)
+        for p in problems
+        for run in runs
+        if (split, run, p.id) not in done and not dropped(run)
+    ]
     if not todo:
         return
     pair = started.pair(variant)
@@ -473,7 +482,7 @@ async def _solve(
         dynamic_ncols=True,
     ) as bar:
         for run, problem in todo:
-            if drop_after is not None and wrong_counts(records, split).get(run, 0) > drop_after:
+            if dropped(run):
                 bar.update(1)
                 continue
             record = {
