@@ -337,3 +337,24 @@ def test_the_evidence_of_use_sd_holds_sd_against_base_on_the_held_out_problems()
     assert ev["heldout_sd_speedup_vs_base"] == [4.0, 4.0, 4.0]  # every problem 4x
     assert ev["heldout_sd_mcnemar_p_vs_base"] == 1.0  # one discordant problem
     assert "heldout_accuracy" not in ev  # no setting was chosen
+
+
+def test_spans_show_when_each_run_was_measured():
+    from langchain_specreason.lab.bench.tune import spans
+
+    records = [
+        {"mode": "base", "split": "dev", "problem_id": "a", "finished_at": "2026-12-03T10:00"},
+        {"mode": "base", "split": "dev", "problem_id": "b", "finished_at": "2026-12-04T06:00"},
+        {
+            "mode": "sd",
+            "variant": "sd",
+            "split": "dev",
+            "problem_id": "a",
+            "finished_at": "2026-12-04T07:00",
+        },
+        {"mode": "base", "split": "heldout", "problem_id": "c"},  # older record: no time
+    ]
+    assert spans(records) == {
+        "dev: base": ["2026-12-03T10:00", "2026-12-04T06:00"],
+        "dev: sd": ["2026-12-04T07:00", "2026-12-04T07:00"],
+    }

@@ -427,6 +427,7 @@ async def run_tune(args: argparse.Namespace) -> int:
                     for m in [base, *([sd] if sd else []), *cands]
                 ],
                 "dropped": dropped,
+                "measured_between": spans(records),
             },
             indent=1,
         )
@@ -494,6 +495,21 @@ async def _solve(
             sink.write(record)
             records.append(record)
             bar.update(1)
+
+
+def spans(records: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+    """``"split: run" -> [first, last]`` finish times of its records.
+
+    Runs measured in different sessions (a resumed tune) show it here, so a comparison
+    across them can say so.
+    """
+    out: dict[str, list[str]] = {}
+    for r in records:
+        at = r.get("finished_at")
+        if at:
+            span = out.setdefault(f"{r['split']}: {Run.of(r).label}", [at, at])
+            span[0], span[1] = min(span[0], at), max(span[1], at)
+    return out
 
 
 def partial(
@@ -627,5 +643,6 @@ __all__ = [
     "max_wrong",
     "partial",
     "run_tune",
+    "spans",
     "wrong_counts",
 ]
