@@ -358,3 +358,15 @@ def test_spans_show_when_each_run_was_measured():
         "dev: base": ["2026-12-03T10:00", "2026-12-04T06:00"],
         "dev: sd": ["2026-12-04T07:00", "2026-12-04T07:00"],
     }
+
+
+def test_tuned_toml_says_in_words_when_sd_is_the_recommendation(tmp_path):
+    from langchain_specreason import SpecReasonConfig
+    from langchain_specreason.lab.bench.tune import _header
+
+    choice = choose(BASE, SD, [m("spec-b", 3, 20.0)])
+    path = tmp_path / "tuned.toml"
+    path.write_text(_header(choice) + SpecReasonConfig().to_toml({"recommendation": "sd"}))
+    text = path.read_text()
+    assert text.startswith("# specreason tune recommends vLLM's speculative decoding (sd) alone")
+    assert SpecReasonConfig.from_file(path) == SpecReasonConfig()  # still a valid file

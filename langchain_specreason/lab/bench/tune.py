@@ -415,7 +415,7 @@ async def run_tune(args: argparse.Namespace) -> int:
         if choice.setting is not None and choice.setting.settings
         else SpecReasonConfig(**settings.config(Run("base")).as_dict())
     )
-    (out / TUNED).write_text(config.to_toml(evidence), encoding="utf-8")
+    (out / TUNED).write_text(_header(choice) + config.to_toml(evidence), encoding="utf-8")
     (out / "tune.json").write_text(
         json.dumps(
             {
@@ -495,6 +495,17 @@ async def _solve(
             sink.write(record)
             records.append(record)
             bar.update(1)
+
+
+def _header(choice: Choice) -> str:
+    """The comment that opens ``tuned.toml``: what tune recommends, in words."""
+    if choice.recommend == "specreason":
+        return "# specreason tune: this setting (evidence below)\n"
+    alone = "vLLM's speculative decoding (sd)" if choice.recommend == "sd" else "the base model"
+    return (
+        f"# specreason tune recommends {alone} alone, not SpecReason: {choice.reason}.\n"
+        "# [specreason] holds the settings tune ran with, for reference only.\n"
+    )
 
 
 def spans(records: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
