@@ -503,7 +503,8 @@ def _header(choice: Choice) -> str:
         return "# specreason tune: this setting (evidence below)\n"
     alone = "vLLM's speculative decoding (sd)" if choice.recommend == "sd" else "the base model"
     return (
-        f"# specreason tune recommends {alone} alone, not SpecReason: {choice.reason}.\n"
+        f"# specreason tune recommends {alone} alone, not SpecReason.\n"
+        f"# Why: {choice.reason}.\n"
         "# [specreason] holds the settings tune ran with, for reference only.\n"
     )
 
