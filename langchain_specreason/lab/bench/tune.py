@@ -16,7 +16,9 @@
    ``--max-accuracy-loss`` of the base model's (default 0: not below it). If it is not faster
    than ``sd`` (or none qualifies) the recommendation is ``sd`` alone, said plainly.
 3. **Held-out** (another range of the same shuffle, disjoint): base, ``sd`` and the chosen
-   setting, interleaved per problem, to report the choice on problems it was not chosen on.
+   setting, to report the choice on problems it was not chosen on. Runs on one server
+   variant are interleaved per problem; the plain and ``sd`` base servers run one after the
+   other (one server start per variant: :class:`Started`).
 4. ``tuned.toml``: every knob of the chosen setting (``SpecReasonConfig.from_file`` /
    ``ChatSpecReason(config_file=...)`` load it) and the evidence; ``pareto.png``.
 
