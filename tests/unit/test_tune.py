@@ -166,19 +166,23 @@ async def test_a_setting_is_dropped_once_it_has_more_wrong_answers_than_allowed(
         }
     ]
     started = tune.Started(Source())
-    await tune._solve(
-        started,
-        None,
-        [always_wrong, always_right],
-        problems,
-        records,
-        Sink(),
-        None,
-        split="dev",
-        replay=False,
-        progress=False,
-        drop_after=2,
-    )
+
+    async def solve(runs, problems, split, variant=None, drop_after=None):
+        await tune._solve(
+            started,
+            variant,
+            runs,
+            problems,
+            records,
+            Sink(),
+            None,
+            split=split,
+            replay=False,
+            progress=False,
+            drop_after=drop_after,
+        )
+
+    await solve([always_wrong, always_right], problems, "dev", drop_after=2)
     # always_wrong: p0 was recorded, p1 and p2 bring it to 3 wrong (> 2): p3-p5 are skipped
     assert [p for r, p in solved if r is always_wrong] == ["p1", "p2"]
     assert [p for r, p in solved if r is always_right] == [f"p{i}" for i in range(6)]
@@ -186,55 +190,15 @@ async def test_a_setting_is_dropped_once_it_has_more_wrong_answers_than_allowed(
     # one server start serves the next work on the same variant; nothing to do starts none,
     # and a dropped setting's remaining problems are nothing to do
     started.close()
-    await tune._solve(
-        started,
-        None,
-        [always_wrong],
-        problems,
-        records,
-        Sink(),
-        None,
-        split="dev",
-        replay=False,
-        progress=False,
-        drop_after=2,
-    )
+    await solve([always_wrong], problems, "dev", drop_after=2)
     assert started.starts == 1
-    await tune._solve(
-        started,
-        None,
-        [always_right],
-        problems,
-        records,
-        Sink(),
-        None,
-        split="dev",
-        replay=False,
-        progress=False,
-    )
-    await tune._solve(
-        started,
-        None,
-        [always_right],
-        problems,
-        records,
-        Sink(),
-        None,
-        split="heldout",
-        replay=False,
-        progress=False,
-    )
-    await tune._solve(
-        started,
-        "sd",
+    await solve([always_right], problems, "dev")
+    await solve([always_right], problems, "heldout")
+    await solve(
         [Run("specreason+sd", -0.9, None, "sd", "likelihood", 0)],
         problems[:1],
-        records,
-        Sink(),
-        None,
-        split="heldout",
-        replay=False,
-        progress=False,
+        "heldout",
+        variant="sd",
     )
     started.close()
     assert events == ["start None", "stop None", "start None", "stop None", "start sd", "stop sd"]

@@ -214,7 +214,7 @@ class Started:
 
     def pair(self, variant: str | None) -> ServerPair:
         """The running servers of ``variant`` (stopping another variant's first)."""
-        if self._stack is not None and self._pair is not None and self._variant == variant:
+        if self._pair is not None and self._variant == variant:
             return self._pair
         self.close()
         self._stack = contextlib.ExitStack()
@@ -373,18 +373,16 @@ async def run_tune(args: argparse.Namespace) -> int:
             if (m := measured(dev_records, r, dev, settings.config(r).as_dict())) is not None
         ]
         assert base is not None
-        wrong = wrong_counts(dev_records, "dev")
+        wrong, limit = wrong_counts(dev_records, "dev"), max_wrong(base, args.max_accuracy_loss)
         dropped = [
             partial(dev_records, r, dev)
             for r in runs
-            if measured(dev_records, r, dev) is None
-            and wrong.get(r, 0) > max_wrong(base, args.max_accuracy_loss)
+            if measured(dev_records, r, dev) is None and wrong.get(r, 0) > limit
         ]
         for d in dropped:
             print(
                 f"tune: dropped {d['name']}: {d['wrong']} wrong in {d['after']} dev problems"
-                f" (base {d['base_wrong']}; at most {max_wrong(base, args.max_accuracy_loss)}"
-                " in all of them keeps the accuracy)",
+                f" (base {d['base_wrong']}; at most {limit} in all of them keeps the accuracy)",
                 file=sys.stderr,
                 flush=True,
             )
@@ -460,9 +458,10 @@ async def _solve(
     ``drop_after``: skip a run's remaining problems once it has more wrong answers than this.
     """
     done = {(r["split"], Run.of(r), r["problem_id"]) for r in records}
+    wrong = wrong_counts(records, split)  # kept up to date below
 
     def dropped(run: Run) -> bool:
-        return drop_after is not None and wrong_counts(records, split).get(run, 0) > drop_after
+        return drop_after is not None and wrong.get(run, 0) > drop_after
 
     todo = [
         (run, p)
@@ -496,6 +495,7 @@ async def _solve(
             }
             sink.write(record)
             records.append(record)
+            wrong[run] = wrong.get(run, 0) + (not record["correct"])
             bar.update(1)
 
 
