@@ -9,8 +9,12 @@ import pytest
 from langchain_specreason import SpecReasonConfig, make_judge
 from langchain_specreason.errors import ConfigError, InputError
 from langchain_specreason.judges.learned import FEATURES, LearnedJudge, LogisticModel, readings
+from langchain_specreason.lab.bench import labelreport
+from langchain_specreason.lab.bench.judgereport import auroc
 from langchain_specreason.lab.bench.labelreport import (
+    auroc_interval,
     choose_threshold,
+    cross_validated,
     judge_name,
     summarise_labels,
 )
@@ -155,10 +159,76 @@ def test_label_summary_reports_each_reading_with_dev_chosen_thresholds():
     assert 0 <= row["kept_harmless"] <= 1 and row["rejected_harmful"] == 1.0
     assert judges["learned"]["auroc"] == 1.0
     assert summary["fit_on_dev"] and summary["learned_weights"]["names"]
-    # without dev labels: the library's default thresholds, no learned reading
+    assert row["auroc_95"] == (1.0, 1.0)  # every resample of problems separates them
+    # without dev labels: the library's default thresholds; learned read out of fold only
     plain = summarise_labels(held)
-    assert "learned" not in plain["judges"]
     assert plain["judges"]["likelihood"]["threshold"] == SpecReasonConfig().likelihood_threshold
+    assert plain["judges"]["learned"]["cross_validated"] == labelreport.CV_FOLDS
+    assert "threshold" not in plain["judges"]["learned"]
+    assert "cross_validated" not in judges["learned"]
+
+
+def test_auroc_counts_ties_half_as_the_pairwise_definition_does():
+    import random
+
+    rng = random.Random(3)
+    for _ in range(200):
+        right = [rng.randrange(6) / 2 for _ in range(rng.randint(1, 12))]
+        wrong = [rng.randrange(6) / 2 for _ in range(rng.randint(1, 12))]
+        pairs = sum((r > w) + 0.5 * (r == w) for r in right for w in wrong)
+        assert auroc(right, wrong) == pytest.approx(pairs / (len(right) * len(wrong)))
+    assert auroc([], [1.0]) is None
+
+
+def test_auroc_interval_resamples_whole_problems():
+    # p1's steps are all harmless, p2's all harmful, p3 has one of each in the wrong order:
+    # resamples heavy in p3 score below the point estimate, those without it score 1.0
+    scores = {"p1:0": 0.9, "p1:1": 0.8, "p2:0": 0.1, "p2:1": 0.2, "p3:0": 0.3, "p3:1": 0.7}
+    harmful = {"p1:0": False, "p1:1": False, "p2:0": True, "p2:1": True, "p3:0": False}
+    harmful["p3:1"] = True
+    low, high = auroc_interval(scores, harmful, resamples=400)
+    point = auroc(
+        [s for e, s in scores.items() if not harmful[e]],
+        [s for e, s in scores.items() if harmful[e]],
+    )
+    assert low <= point <= high and low < 1.0 and high == 1.0
+    # only harmless steps: no resample can be scored
+    assert auroc_interval({"p1:0": 0.5}, {"p1:0": False}) is None
+    # same seed, same interval
+    assert auroc_interval(scores, harmful, resamples=400) == (low, high)
+
+
+def test_cross_validated_never_scores_a_step_with_a_model_fitted_on_its_problem(monkeypatch):
+    rows = []
+    for p in range(10):
+        for k in range(3):
+            harmful = (p + k) % 3 == 0
+            base = (-4.0 if harmful else -0.5) - 0.001 * (3 * p + k)  # unique per step
+            ex = f"prob{p}:{k}"
+            rows.append(result("likelihood", ex, harmful, {"mean": base, "min": base, "math": 0}))
+            rows.append(result("arithmetic", ex, harmful, {"verdict": 0.5}))
+    step_of = {r["scores"]["mean"]: r["example"] for r in rows if r["measure"] == "likelihood"}
+    left_out: list[set[str]] = []
+    real_fit = labelreport.fit_logistic
+
+    def spy(xs, ys, *, names):
+        seen = {step_of[x[names.index("likelihood (mean)")]] for x in xs}
+        left_out.append(set(step_of.values()) - seen)
+        return real_fit(xs, ys, names=names, steps=200)
+
+    monkeypatch.setattr(labelreport, "fit_logistic", spy)
+    scores = cross_validated(rows, folds=5)
+    assert set(scores) == set(step_of.values())
+    # five models, each fitted without two whole problems; every problem left out once
+    assert len(left_out) == 5
+    for steps in left_out:
+        problems = {e.split(":")[0] for e in steps}
+        assert len(problems) == 2 and steps == {f"{q}:{k}" for q in problems for k in range(3)}
+    assert set().union(*left_out) == set(step_of.values())
+    # and the out-of-fold scores still order the steps: harmless ones score higher
+    harmless = [s for e, s in scores.items() if not (int(e[4]) + int(e[-1])) % 3 == 0]
+    harmful = [s for e, s in scores.items() if (int(e[4]) + int(e[-1])) % 3 == 0]
+    assert min(harmless) > max(harmful)
 
 
 def test_report_names_a_reading_as_judge_spells_it_relative_to_the_defaults():

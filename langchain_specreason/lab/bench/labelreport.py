@@ -8,7 +8,13 @@ readings of :data:`.judgereport.VARIANTS` it composes:
   model's own (the two ``mean`` readings of ``likelihood`` and ``confidence``): a step the
   base model finds much less likely than the draft did;
 * ``learned``: a logistic regression over all readings (:mod:`.learned`), fitted on the
-  ``--fit-on`` folder's results (dev labels), never on the labels it is reported on.
+  ``--fit-on`` folder's results (dev labels), never on the labels it is reported on. On the
+  dev labels themselves it is read *cross-validated* (:func:`cross_validated`: each problem's
+  steps scored by a model fitted without that problem), so its dev AUROC compares fairly with
+  the readings that fit nothing, and its threshold is chosen on those out-of-fold scores.
+
+Every AUROC comes with a 95% interval from a bootstrap over *problems* (:func:`auroc_interval`):
+the steps of one problem share a trace and are not independent.
 
 Thresholds: with ``--fit-on DEV``, each reading's threshold is chosen on the dev results (the
 one rejecting the most harmful steps while keeping at least :data:`KEEP_HARMLESS` of the
@@ -19,6 +25,8 @@ from __future__ import annotations
 
 import json
 import math
+import random
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,6 +47,12 @@ from .results import read_records
 
 KEEP_HARMLESS = 0.9
 """The share of harmless steps a chosen threshold must keep on the dev labels."""
+
+CV_FOLDS = 5
+"""Folds of whole problems for the cross-validated ``learned`` reading on dev labels."""
+
+RESAMPLES = 1000
+"""Bootstrap resamples of problems for an AUROC interval."""
 
 DISAGREEMENT = "disagreement (base mean - draft mean)"
 LEARNED = "learned (logistic, all readings)"
@@ -91,6 +105,68 @@ def harmful_of(records: Sequence[dict[str, Any]]) -> dict[str, bool]:
     return {r["example"]: r["kind"] == "harmful" for r in records}
 
 
+def problem_of(example: str) -> str:
+    """The problem a labelled step belongs to: ``gsm8k-train-6389:3`` -> ``gsm8k-train-6389``."""
+    return example.rsplit(":", 1)[0]
+
+
+def cross_validated(
+    records: Sequence[dict[str, Any]], folds: int = CV_FOLDS, seed: int = 0
+) -> dict[str, float]:
+    """Example -> out-of-fold P(harmless) of the ``learned`` reading on these results.
+
+    Problems are dealt into ``folds`` folds (seeded shuffle); each fold's steps are scored by a
+    model fitted on the other folds. A fold whose training part lacks either label is skipped.
+    """
+    harmful = harmful_of(records)
+    names, features = example_features(all_scores(records))
+    problems = sorted({problem_of(e) for e in features})
+    random.Random(seed).shuffle(problems)
+    fold_of = {p: i % folds for i, p in enumerate(problems)}
+    out: dict[str, float] = {}
+    for fold in range(folds):
+        train = [e for e in features if fold_of[problem_of(e)] != fold]
+        test = [e for e in features if fold_of[problem_of(e)] == fold]
+        ys = [not harmful[e] for e in train]
+        if not test or all(ys) or not any(ys):
+            continue
+        model = fit_logistic([features[e] for e in train], ys, names=names)
+        out.update({e: model.predict(features[e]) for e in test})
+    return out
+
+
+def auroc_interval(
+    scores: Mapping[str, float],
+    harmful: Mapping[str, bool],
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, float] | None:
+    """95% interval of a reading's AUROC, resampling whole problems (seeded bootstrap).
+
+    ``None`` when no resample holds both a harmless and a harmful step.
+    """
+    groups: dict[str, list[tuple[float, bool]]] = defaultdict(list)
+    for example, score in scores.items():
+        groups[problem_of(example)].append((score, harmful[example]))
+    keys = sorted(groups)
+    rng = random.Random(seed)
+    draws = []
+    for _ in range(resamples):
+        ok: list[float] = []
+        bad: list[float] = []
+        for _k in keys:
+            for score, is_harmful in groups[keys[rng.randrange(len(keys))]]:
+                (bad if is_harmful else ok).append(score)
+        value = auroc(ok, bad)
+        if value is not None:
+            draws.append(value)
+    if not draws:
+        return None
+    draws.sort()
+    return draws[int(0.025 * (len(draws) - 1))], draws[math.ceil(0.975 * (len(draws) - 1))]
+
+
 def choose_threshold(
     harmless: Sequence[float], harmful: Sequence[float], keep: float = KEEP_HARMLESS
 ) -> float:
@@ -114,19 +190,42 @@ def split(
     return ok, bad
 
 
+def report_scores(
+    records: Sequence[dict[str, Any]],
+    dev: Sequence[dict[str, Any]] | None,
+    model: LogisticModel | None,
+) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+    """(scores of ``records``, scores of ``dev``) per reading, as the report reads them.
+
+    With dev results, ``learned`` is ``model`` on ``records`` and out-of-fold on ``dev`` (its
+    threshold is chosen on scores like those it will meet); without, it is out-of-fold on
+    ``records``.
+    """
+    scores = all_scores(records, model)
+    dev_scores = all_scores(dev, model) if dev else {}
+    if dev and LEARNED in dev_scores:
+        dev_scores[LEARNED] = cross_validated(dev)
+    if not dev:
+        out_of_fold = cross_validated(records)
+        if out_of_fold:
+            scores[LEARNED] = out_of_fold
+    return scores, dev_scores
+
+
 def summarise_labels(
     records: Sequence[dict[str, Any]],
     dev: Sequence[dict[str, Any]] | None = None,
     model: LogisticModel | None = None,
+    computed: tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]] | None = None,
 ) -> dict[str, Any]:
     """``{"judges": {NAME: {...}}, "fit_on_dev": bool}`` for the labelled results ``records``.
 
-    ``model``: the learned reading already fitted on ``dev`` (fitted here when not given).
+    ``model``: the learned reading already fitted on ``dev`` (fitted here when not given);
+    ``computed``: :func:`report_scores` of the same arguments, when already at hand.
     """
     if model is None and dev:
         model = fit_on(dev)
-    dev_scores = all_scores(dev, model) if dev else {}
-    scores = all_scores(records, model)
+    scores, dev_scores = computed or report_scores(records, dev, model)
     harm = harmful_of(records)
     judges: dict[str, Any] = {}
     costs = _costs(records)
@@ -146,7 +245,10 @@ def summarise_labels(
             "n": len(by_example),
             "harmful": len(bad),
             "auroc": auroc(ok, bad),
+            "auroc_95": auroc_interval(by_example, harm),
         }
+        if variant == LEARNED and not dev:
+            row["cross_validated"] = CV_FOLDS
         if threshold is not None:
             row.update(
                 threshold=threshold,
@@ -201,16 +303,25 @@ def markdown(summary: dict[str, Any], title: str) -> str:
     lines = [
         f"# {title}",
         "",
-        f"Real draft steps labelled by base-model rollouts; {how}.",
+        f"Real draft steps labelled by base-model rollouts; {how}. AUROC with a 95% interval "
+        "from a bootstrap over problems (a problem's steps resampled together)"
+        + (
+            f"; `learned` read out of fold ({CV_FOLDS} folds of whole problems), "
+            "never scoring a step its model was fitted on."
+            if not summary["fit_on_dev"]
+            else "."
+        ),
         "",
-        "| judge | n | harmful | AUROC | threshold | harmless kept | harmful rejected "
+        "| judge | n | harmful | AUROC | AUROC 95% | threshold | harmless kept | harmful rejected "
         "| s/call | prefilled tok/call |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for name, row in sorted(summary["judges"].items(), key=lambda kv: -(kv[1]["auroc"] or 0)):
         t = row.get("threshold")
+        ci = row.get("auroc_95")
         lines.append(
             f"| {name} | {row['n']} | {row['harmful']} | {row['auroc']:.3f} | "
+            + (f"{ci[0]:.2f}-{ci[1]:.2f} | " if ci else "– | ")
             + (
                 f"{t:.4g} | {row['kept_harmless']:.0%} | {row['rejected_harmful']:.0%} | "
                 if t is not None
@@ -226,9 +337,16 @@ def markdown(summary: dict[str, Any], title: str) -> str:
 
 
 def plot_label_roc(
-    records: Sequence[dict[str, Any]], path: Path, model: LogisticModel | None = None
+    records: Sequence[dict[str, Any]],
+    path: Path,
+    model: LogisticModel | None = None,
+    scores: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Path | None:
-    """One ROC panel: harmless steps kept against harmful steps kept, per reading."""
+    """One ROC panel: harmless steps kept against harmful steps kept, per reading.
+
+    ``scores``: the readings as the report reads them (:func:`report_scores`); composed from
+    ``records`` and ``model`` when not given.
+    """
     try:
         import matplotlib
 
@@ -236,7 +354,8 @@ def plot_label_roc(
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    scores = all_scores(records, model)
+    if scores is None:
+        scores = all_scores(records, model)
     harm = harmful_of(records)
     fig, ax = plt.subplots(figsize=(6.4, 5.2))
     shown = [v for v in scores if "(min)" not in v and "reference" not in v]
@@ -270,7 +389,9 @@ def write_label_report(out: Path, dev: Path | None = None) -> list[Path]:
     records = read_records(out / "results.jsonl")
     dev_records = read_records(dev / "results.jsonl") if dev else None
     model = fit_on(dev_records) if dev_records else None  # fitted once, for table and plot
-    summary = summarise_labels(records, dev_records, model)
+    both = report_scores(records, dev_records, model)
+    summary = summarise_labels(records, dev_records, model, both)
+    scores = both[0]
     summary["config_defaults"] = {
         k: SpecReasonConfig().as_dict()[k]
         for k in ("judge", "likelihood_threshold", "logprob_aggregate", "threshold", "score_method")
@@ -283,5 +404,5 @@ def write_label_report(out: Path, dev: Path | None = None) -> list[Path]:
         markdown(summary, f"Judges on {steps} labelled draft steps"), encoding="utf-8"
     )
     paths[1].write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    png = plot_label_roc(records, out / "roc.png", model)
+    png = plot_label_roc(records, out / "roc.png", model, scores)
     return paths + ([png] if png else [])
