@@ -118,8 +118,10 @@ class SpecReasonConfig(BaseModel):
     learned_threshold: float = Field(0.5, ge=0, le=1)
     """``learned`` judge: keep a draft step when the model's P(harmless) is at least this."""
     learned_weights: str | None = None
-    """``learned`` judge: a JSON file of fitted weights (``summary.json`` of ``specreason bench
-    judges --labels --fit-on``, or its ``learned_weights``); required by that judge."""
+    """``learned`` judge: a JSON file of fitted weights (the ``summary.json`` of ``specreason
+    bench judges --labels`` on dev labels, or of a ``--fit-on`` read; or its
+    ``learned_weights``); required by that judge. Set ``learned_threshold`` to that file's
+    ``learned_threshold`` (chosen on dev to keep 90% of the harmless steps)."""
     budget: int = Field(8192, gt=0)
     """Token budget: the trace stops once it holds this many tokens."""
     step_max_tokens: int = Field(512, gt=0)

@@ -166,6 +166,10 @@ def test_label_summary_reports_each_reading_with_dev_chosen_thresholds():
     assert plain["judges"]["learned"]["cross_validated"] == labelreport.CV_FOLDS
     assert "threshold" not in plain["judges"]["learned"]
     assert "cross_validated" not in judges["learned"]
+    assert summary["learned_threshold"] == judges["learned"]["threshold"]
+    # a dev read alone gives a usable learned judge: fitted on all of it, threshold out of fold
+    assert plain["learned_weights"]["names"] and 0 <= plain["learned_threshold"] <= 1
+    assert LogisticModel.from_dict(plain["learned_weights"]).predict([-1.0] * 8) >= 0
 
 
 def test_auroc_counts_ties_half_as_the_pairwise_definition_does():
@@ -225,6 +229,12 @@ def test_cross_validated_never_scores_a_step_with_a_model_fitted_on_its_problem(
         problems = {e.split(":")[0] for e in steps}
         assert len(problems) == 2 and steps == {f"{q}:{k}" for q in problems for k in range(3)}
     assert set().union(*left_out) == set(step_of.values())
+    # two problems, one all harmless: a fold cannot be fitted, so no step is scored
+    few = [r for r in rows if r["example"].startswith("prob1:")]
+    for k in range(3):
+        few.append(result("likelihood", f"solo:{k}", False, {"mean": -1, "min": -1, "math": 0}))
+        few.append(result("arithmetic", f"solo:{k}", False, {"verdict": 0.5}))
+    assert cross_validated(few, folds=5) == {}
     # and the out-of-fold scores still order the steps: harmless ones score higher
     harmless = [s for e, s in scores.items() if not (int(e[4]) + int(e[-1])) % 3 == 0]
     harmful = [s for e, s in scores.items() if (int(e[4]) + int(e[-1])) % 3 == 0]

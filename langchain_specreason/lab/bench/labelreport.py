@@ -116,7 +116,8 @@ def cross_validated(
     """Example -> out-of-fold P(harmless) of the ``learned`` reading on these results.
 
     Problems are dealt into ``folds`` folds (seeded shuffle); each fold's steps are scored by a
-    model fitted on the other folds. A fold whose training part lacks either label is skipped.
+    model fitted on the other folds. Empty when a fold's training part lacks either label (too
+    few problems): a reading scored on some steps only would not compare with the others.
     """
     harmful = harmful_of(records)
     names, features = example_features(all_scores(records))
@@ -128,8 +129,10 @@ def cross_validated(
         train = [e for e in features if fold_of[problem_of(e)] != fold]
         test = [e for e in features if fold_of[problem_of(e)] == fold]
         ys = [not harmful[e] for e in train]
-        if not test or all(ys) or not any(ys):
+        if not test:
             continue
+        if all(ys) or not any(ys):
+            return {}
         model = fit_logistic([features[e] for e in train], ys, names=names)
         out.update({e: model.predict(features[e]) for e in test})
     return out
@@ -257,11 +260,20 @@ def summarise_labels(
             )
         row.update(costs.get(variant, {}))
         judges[judge_name(variant)] = row
+    learned_threshold = judges.get("learned", {}).get("threshold")
+    if not dev:
+        # these labels are the dev labels: the learned judge a user loads is fitted on all of
+        # them, its threshold chosen on the out-of-fold scores
+        model = fit_on(records)
+        if LEARNED in scores:
+            ok, bad = split(scores[LEARNED], harm)
+            learned_threshold = choose_threshold(ok, bad) if ok else None
     return {
         "fit_on_dev": bool(dev),
-        "keep_harmless_target": KEEP_HARMLESS if dev else None,
+        "keep_harmless_target": KEEP_HARMLESS,
         "features": list(model.names) if model else None,
         "learned_weights": model.as_dict() if model else None,
+        "learned_threshold": learned_threshold if model else None,
         "judges": judges,
     }
 
