@@ -46,7 +46,8 @@ def _one(
         if not config.learned_weights:
             raise ConfigError(
                 "the learned judge needs learned_weights: a JSON file of fitted weights "
-                "(`specreason bench judges --labels HELDOUT --fit-on DEV` writes them)"
+                "(the summary.json `specreason bench judges --labels DEV` writes) and "
+                "learned_threshold (that file's learned_threshold)"
             )
         model = LogisticModel.load(config.learned_weights)
         return LearnedJudge(base, fmt, model, threshold=config.learned_threshold)
