@@ -285,7 +285,7 @@ def _default_threshold(variant: str) -> float | None:
 
 
 def _costs(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Seconds and prefilled tokens per call of each reading (the calls it needs, summed)."""
+    """Seconds and prefilled tokens per call of each reading, as the library would call it."""
     per_measure: dict[str, dict[str, float]] = {}
     for measure in ("likelihood", "confidence", "score", "score-reference", "arithmetic"):
         calls = [r for r in records if r["measure"] == measure]
@@ -298,10 +298,10 @@ def _costs(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
     for variant, (measure, _read, _check) in VARIANTS.items():
         if measure in per_measure:
             out[variant] = per_measure[measure]
-    both = [per_measure[m] for m in ("likelihood", "confidence") if m in per_measure]
-    if both:
-        summed = {k: math.fsum(b[k] for b in both) for k in both[0]}
-        out[DISAGREEMENT] = out[LEARNED] = summed
+    # in the library the draft's log-probabilities come with the step (no call): the
+    # composed readings cost the likelihood call alone
+    if "likelihood" in per_measure:
+        out[DISAGREEMENT] = out[LEARNED] = per_measure["likelihood"]
     return out
 
 
@@ -322,7 +322,10 @@ def markdown(summary: dict[str, Any], title: str) -> str:
             "never scoring a step its model was fitted on."
             if not summary["fit_on_dev"]
             else "."
-        ),
+        )
+        + " `confidence` costs no call in the library (the draft's log-probabilities come with"
+        " the step); its s/call here is the benchmark reading them again from the draft server;"
+        " `disagreement` and `learned` cost the `likelihood` call.",
         "",
         "| judge | n | harmful | AUROC | AUROC 95% | threshold | harmless kept | harmful rejected "
         "| s/call | prefilled tok/call |",
