@@ -106,10 +106,10 @@ class SpecReasonConfig(BaseModel):
     log-probability of its tokens is at least this (<= 0). The default -0.55 is on the ``mean``
     scale, chosen on rollout-labelled dev steps of the ``cpu`` pair to keep 90% of the harmless
     ones (BENCHMARKS.md); with ``min`` or ``math`` give a threshold on that scale (e.g. -3.5)."""
-    confidence_threshold: float = Field(-0.24, le=0)
+    confidence_threshold: float = Field(-0.28, le=0)
     """``confidence`` judge: keep a draft step when the draft model's aggregated
     log-probability of its own tokens is at least this (<= 0); the default is on the ``mean``
-    scale (chosen like ``likelihood_threshold``, on fewer labelled steps)."""
+    scale, chosen like ``likelihood_threshold`` on the same 466 dev steps."""
     logprob_aggregate: Aggregate = "mean"
     """``likelihood`` and ``confidence``: ``mean`` of the step's token log-probabilities (the
     default: it reads every token, words as well as numbers), ``min`` (the least likely token),
