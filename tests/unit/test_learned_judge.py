@@ -270,3 +270,23 @@ def test_in_a_cascade_the_arithmetic_check_reads_a_step_once(monkeypatch):
     first = arithmetic.check_step(step)
     assert arithmetic.check_step(step) is first  # the learned judge's feature: no second parse
     assert calls == [step]
+
+
+def test_the_summary_of_a_dev_read_loads_as_the_learned_judge(tmp_path):
+    # the path the README shows: one dev read, then judge="arithmetic+learned" from its summary
+    from langchain_specreason.lab.bench.labelreport import write_label_report
+
+    (tmp_path / "results.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in labelled_results()), encoding="utf-8"
+    )
+    write_label_report(tmp_path)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    cfg = SpecReasonConfig(
+        judge="arithmetic+learned",
+        learned_weights=str(tmp_path / "summary.json"),
+        learned_threshold=summary["learned_threshold"],
+    )
+    draft = ScriptedEndpoint("draft", lambda r: step("x"))
+    cascade = make_judge(cfg, draft, FakeScorerServer(), FMT)  # type: ignore[arg-type]
+    assert isinstance(cascade.judge_, LearnedJudge)
+    assert cascade.judge_.model.names == tuple(summary["learned_weights"]["names"])
