@@ -79,7 +79,10 @@ def test_labelling_two_problems_end_to_end_writes_valid_labels(servers, tmp_path
     summary = json.loads((judged / "summary.json").read_text())
     assert summary["fit_on_dev"] is False
     for name, row in summary["judges"].items():
-        assert {"auroc", "n", "harmful"} <= set(row), name
+        assert {"auroc", "auroc_95", "n", "harmful"} <= set(row), name
+        if row["auroc_95"] is not None:
+            low, high = row["auroc_95"]
+            assert 0 <= low <= high <= 1, name
     # AUROC needs both kinds; with two problems there may be one kind only (then no rows)
     assert all(row["n"] == len(rows) for row in summary["judges"].values())
 
