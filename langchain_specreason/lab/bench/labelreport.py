@@ -24,7 +24,6 @@ harmless ones) and only then applied here; without it, the library's default thr
 from __future__ import annotations
 
 import json
-import math
 import random
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -44,6 +43,7 @@ from .judgereport import (
 )
 from .learned import LogisticModel, example_features, fit_logistic
 from .results import read_records
+from .stats import percentile_95
 
 KEEP_HARMLESS = 0.9
 """The share of harmless steps a chosen threshold must keep on the dev labels."""
@@ -164,10 +164,7 @@ def auroc_interval(
         value = auroc(ok, bad)
         if value is not None:
             draws.append(value)
-    if not draws:
-        return None
-    draws.sort()
-    return draws[int(0.025 * (len(draws) - 1))], draws[math.ceil(0.975 * (len(draws) - 1))]
+    return percentile_95(draws) if draws else None
 
 
 def choose_threshold(

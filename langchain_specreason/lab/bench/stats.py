@@ -59,10 +59,15 @@ def paired_ratio(
         idx = [rng.randrange(n) for _ in range(n)]
         sa = math.fsum(a[i] for i in idx)
         draws.append(math.fsum(b[i] for i in idx) / sa if sa else math.inf)
-    draws.sort()
-    low = draws[int(0.025 * (resamples - 1))]
-    high = draws[math.ceil(0.975 * (resamples - 1))]
+    low, high = percentile_95(draws)
     return Ratio(point, low, high, n)
+
+
+def percentile_95(draws: Sequence[float]) -> tuple[float, float]:
+    """The 2.5th and 97.5th percentiles of bootstrap draws (the interval's ends)."""
+    ordered = sorted(draws)
+    last = len(ordered) - 1
+    return ordered[int(0.025 * last)], ordered[math.ceil(0.975 * last)]
 
 
 def mcnemar(a: Sequence[bool], b: Sequence[bool]) -> tuple[int, int, float]:
