@@ -215,13 +215,13 @@ def test_cross_validated_never_scores_a_step_with_a_model_fitted_on_its_problem(
     left_out: list[set[str]] = []
     real_fit = labelreport.fit_logistic
 
-    def spy(xs, ys, *, names):
+    def spy(xs, ys, *, names, l2):
         seen = {step_of[x[names.index("likelihood (mean)")]] for x in xs}
         left_out.append(set(step_of.values()) - seen)
-        return real_fit(xs, ys, names=names, steps=200)
+        return real_fit(xs, ys, names=names, l2=l2, steps=200)
 
     monkeypatch.setattr(labelreport, "fit_logistic", spy)
-    scores = cross_validated(rows, folds=5)
+    scores = cross_validated(rows, folds=5, l2=1.0)
     assert set(scores) == set(step_of.values())
     # five models, each fitted without two whole problems; every problem left out once
     assert len(left_out) == 5
@@ -234,7 +234,7 @@ def test_cross_validated_never_scores_a_step_with_a_model_fitted_on_its_problem(
     for k in range(3):
         few.append(result("likelihood", f"solo:{k}", False, {"mean": -1, "min": -1, "math": 0}))
         few.append(result("arithmetic", f"solo:{k}", False, {"verdict": 0.5}))
-    assert cross_validated(few, folds=5) == {}
+    assert cross_validated(few, folds=5, l2=1.0) == {}
     # and the out-of-fold scores still order the steps: harmless ones score higher
     harmless = [s for e, s in scores.items() if not (int(e[4]) + int(e[-1])) % 3 == 0]
     harmful = [s for e, s in scores.items() if (int(e[4]) + int(e[-1])) % 3 == 0]
@@ -290,3 +290,54 @@ def test_the_summary_of_a_dev_read_loads_as_the_learned_judge(tmp_path):
     cascade = make_judge(cfg, draft, FakeScorerServer(), FMT)  # type: ignore[arg-type]
     assert isinstance(cascade.judge_, LearnedJudge)
     assert cascade.judge_.model.names == tuple(summary["learned_weights"]["names"])
+
+
+def test_the_l2_strength_is_chosen_without_the_steps_it_scores(monkeypatch):
+    """Nested: each outer fold's L2 strength is chosen on that fold's training steps alone."""
+    rows = []
+    for p in range(10):
+        for k in range(3):
+            harmful = (p + k) % 3 == 0
+            base = (-4.0 if harmful else -0.5) - 0.01 * ((7 * p + k) % 5)
+            ex = f"prob{p}:{k}"
+            rows.append(result("likelihood", ex, harmful, {"mean": base, "min": base, "math": 0}))
+            rows.append(result("arithmetic", ex, harmful, {"verdict": 0.5}))
+    real_fit, real_choose = labelreport.fit_logistic, labelreport.choose_l2
+    monkeypatch.setattr(
+        labelreport, "fit_logistic", lambda xs, ys, **kw: real_fit(xs, ys, **kw, steps=100)
+    )
+    chosen: list[tuple[set[str], float]] = []
+
+    def spy(examples, features, harmful, names):
+        l2 = real_choose(examples, features, harmful, names)
+        chosen.append((set(examples), l2))
+        return l2
+
+    monkeypatch.setattr(labelreport, "choose_l2", spy)
+    scores = cross_validated(rows, folds=5)
+    every = {r["example"] for r in rows}
+    assert set(scores) == every
+    # outer folds call it with 24 steps (8 problems); the inner folds read them only
+    outer = [(steps, l2) for steps, l2 in chosen if len(steps) == 24]
+    assert len(outer) == 5 and all(l2 in labelreport.L2_GRID for _, l2 in outer)
+    assert set().union(*(every - steps for steps, _ in outer)) == every
+    # dev read alone: the summary records the strength the fit on every step chose
+    summary = labelreport.summarise_labels(rows)
+    assert summary["learned_l2"] in labelreport.L2_GRID
+    assert summary["learned_weights"] is not None
+
+
+def test_choose_l2_prefers_the_smaller_strength_on_a_tie_and_reads_only_what_it_is_given():
+    features = {f"p{p}:{k}": [float(p % 2) + 0.1 * k] for p in range(10) for k in range(2)}
+    harmful = {e: v[0] < 0.5 for e, v in features.items()}
+    # perfectly separable: every strength orders the steps alike, so the least wins
+    assert (
+        labelreport.choose_l2(list(features), features, harmful, ["likelihood (mean)"])
+        == (labelreport.L2_GRID[0])
+    )
+    # one label only: nothing can be read, the grid's least
+    only = [e for e in features if not harmful[e]]
+    assert (
+        labelreport.choose_l2(only, features, harmful, ["likelihood (mean)"])
+        == (labelreport.L2_GRID[0])
+    )

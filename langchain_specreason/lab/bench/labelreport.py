@@ -11,7 +11,9 @@ readings of :data:`.judgereport.VARIANTS` it composes:
   ``--fit-on`` folder's results (dev labels), never on the labels it is reported on. On the
   dev labels themselves it is read *cross-validated* (:func:`cross_validated`: each problem's
   steps scored by a model fitted without that problem), so its dev AUROC compares fairly with
-  the readings that fit nothing, and its threshold is chosen on those out-of-fold scores.
+  the readings that fit nothing, and its threshold is chosen on those out-of-fold scores. Its
+  L2 strength is chosen by an inner cross-validation on the steps it is fitted on
+  (:func:`choose_l2`), never on the steps it scores.
 
 Every AUROC comes with a 95% interval from a bootstrap over *problems* (:func:`auroc_interval`):
 the steps of one problem share a trace and are not independent.
@@ -50,6 +52,10 @@ KEEP_HARMLESS = 0.9
 
 CV_FOLDS = 5
 """Folds of whole problems for the cross-validated ``learned`` reading on dev labels."""
+
+L2_GRID = (1.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
+"""L2 strengths the ``learned`` fit chooses from, by cross-validation on its training steps
+(eight features on 47 harmful dev steps overfit at the least: session 19)."""
 
 RESAMPLES = 1000
 """Bootstrap resamples of problems for an AUROC interval."""
@@ -92,12 +98,72 @@ def all_scores(
 
 def fit_on(dev: Sequence[dict[str, Any]]) -> LogisticModel | None:
     """The learned reading fitted on the dev results (``None``: no reading to fit on)."""
+    fitted = fit_tuned(dev)
+    return fitted[0] if fitted else None
+
+
+def fit_tuned(dev: Sequence[dict[str, Any]]) -> tuple[LogisticModel, float] | None:
+    """(the learned reading fitted on all of ``dev``, the L2 strength :func:`choose_l2` chose)."""
     harmful = harmful_of(dev)
     names, features = example_features(all_scores(dev))
     ys = [not harmful[e] for e in features]
     if not features or all(ys) or not any(ys):
         return None
-    return fit_logistic([features[e] for e in features], ys, names=names)
+    l2 = choose_l2(list(features), features, harmful, names)
+    return fit_logistic([features[e] for e in features], ys, names=names, l2=l2), l2
+
+
+def choose_l2(
+    examples: Sequence[str],
+    features: Mapping[str, Sequence[float]],
+    harmful: Mapping[str, bool],
+    names: Sequence[str],
+) -> float:
+    """The L2 strength of :data:`L2_GRID` with the best out-of-fold AUROC on ``examples``.
+
+    Folds of whole problems (seed 1, unlike the outer folds' 0); a smaller strength wins a tie;
+    the grid's least when no strength can be read (a fold lacks either label).
+    """
+    best, best_auroc = L2_GRID[0], -1.0
+    for l2 in L2_GRID:
+        scores = _out_of_fold(examples, features, harmful, names, CV_FOLDS, 1, l2)
+        ok, bad = split(scores, harmful)
+        value = auroc(ok, bad) if ok and bad else None
+        if value is not None and value > best_auroc + 1e-9:
+            best, best_auroc = l2, value
+    return best
+
+
+def _out_of_fold(
+    examples: Sequence[str],
+    features: Mapping[str, Sequence[float]],
+    harmful: Mapping[str, bool],
+    names: Sequence[str],
+    folds: int,
+    seed: int,
+    l2: float | None,
+) -> dict[str, float]:
+    """Example -> P(harmless) from a model fitted without the example's problem.
+
+    ``{}`` when a fold's training part lacks either label; ``l2=None``: chosen by
+    :func:`choose_l2` on each fold's training part alone (nested).
+    """
+    problems = sorted({problem_of(e) for e in examples})
+    random.Random(seed).shuffle(problems)
+    fold_of = {p: i % folds for i, p in enumerate(problems)}
+    out: dict[str, float] = {}
+    for fold in range(folds):
+        train = [e for e in examples if fold_of[problem_of(e)] != fold]
+        test = [e for e in examples if fold_of[problem_of(e)] == fold]
+        ys = [not harmful[e] for e in train]
+        if not test:
+            continue
+        if all(ys) or not any(ys):
+            return {}
+        strength = choose_l2(train, features, harmful, names) if l2 is None else l2
+        model = fit_logistic([features[e] for e in train], ys, names=names, l2=strength)
+        out.update({e: model.predict(features[e]) for e in test})
+    return out
 
 
 def harmful_of(records: Sequence[dict[str, Any]]) -> dict[str, bool]:
@@ -111,31 +177,22 @@ def problem_of(example: str) -> str:
 
 
 def cross_validated(
-    records: Sequence[dict[str, Any]], folds: int = CV_FOLDS, seed: int = 0
+    records: Sequence[dict[str, Any]],
+    folds: int = CV_FOLDS,
+    seed: int = 0,
+    l2: float | None = None,
 ) -> dict[str, float]:
     """Example -> out-of-fold P(harmless) of the ``learned`` reading on these results.
 
     Problems are dealt into ``folds`` folds (seeded shuffle); each fold's steps are scored by a
-    model fitted on the other folds. Empty when a fold's training part lacks either label (too
-    few problems): a reading scored on some steps only would not compare with the others.
+    model fitted on the other folds, its L2 strength chosen on those other folds alone
+    (:func:`choose_l2`; ``l2`` fixes it instead). Empty when a fold's training part lacks
+    either label (too few problems): a reading scored on some steps only would not compare
+    with the others.
     """
     harmful = harmful_of(records)
     names, features = example_features(all_scores(records))
-    problems = sorted({problem_of(e) for e in features})
-    random.Random(seed).shuffle(problems)
-    fold_of = {p: i % folds for i, p in enumerate(problems)}
-    out: dict[str, float] = {}
-    for fold in range(folds):
-        train = [e for e in features if fold_of[problem_of(e)] != fold]
-        test = [e for e in features if fold_of[problem_of(e)] == fold]
-        ys = [not harmful[e] for e in train]
-        if not test:
-            continue
-        if all(ys) or not any(ys):
-            return {}
-        model = fit_logistic([features[e] for e in train], ys, names=names)
-        out.update({e: model.predict(features[e]) for e in test})
-    return out
+    return _out_of_fold(list(features), features, harmful, names, folds, seed, l2)
 
 
 def auroc_interval(
@@ -258,10 +315,12 @@ def summarise_labels(
         row.update(costs.get(variant, {}))
         judges[judge_name(variant)] = row
     learned_threshold = judges.get("learned", {}).get("threshold")
+    learned_l2: float | None = None
     if not dev:
         # these labels are the dev labels: the learned judge a user loads is fitted on all of
         # them, its threshold chosen on the out-of-fold scores
-        model = fit_on(records)
+        fitted = fit_tuned(records)
+        model, learned_l2 = fitted if fitted else (None, None)
         if LEARNED in scores:
             ok, bad = split(scores[LEARNED], harm)
             learned_threshold = choose_threshold(ok, bad) if ok else None
@@ -271,6 +330,7 @@ def summarise_labels(
         "features": list(model.names) if model else None,
         "learned_weights": model.as_dict() if model else None,
         "learned_threshold": learned_threshold if model else None,
+        "learned_l2": learned_l2,
         "judges": judges,
     }
 
