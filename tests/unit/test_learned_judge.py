@@ -159,6 +159,7 @@ def test_label_summary_reports_each_reading_with_dev_chosen_thresholds():
     assert 0 <= row["kept_harmless"] <= 1 and row["rejected_harmful"] == 1.0
     assert judges["learned"]["auroc"] == 1.0
     assert summary["fit_on_dev"] and summary["learned_weights"]["names"]
+    assert summary["learned_l2"] in labelreport.L2_GRID  # the strength the dev fit chose
     assert row["auroc_95"] == (1.0, 1.0)  # every resample of problems separates them
     # without dev labels: the library's default thresholds; learned read out of fold only
     plain = summarise_labels(held)

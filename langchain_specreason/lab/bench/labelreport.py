@@ -96,12 +96,6 @@ def all_scores(
     return {k: v for k, v in out.items() if v}
 
 
-def fit_on(dev: Sequence[dict[str, Any]]) -> LogisticModel | None:
-    """The learned reading fitted on the dev results (``None``: no reading to fit on)."""
-    fitted = fit_tuned(dev)
-    return fitted[0] if fitted else None
-
-
 def fit_tuned(dev: Sequence[dict[str, Any]]) -> tuple[LogisticModel, float] | None:
     """(the learned reading fitted on all of ``dev``, the L2 strength :func:`choose_l2` chose)."""
     harmful = harmful_of(dev)
@@ -274,14 +268,17 @@ def summarise_labels(
     dev: Sequence[dict[str, Any]] | None = None,
     model: LogisticModel | None = None,
     computed: tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]] | None = None,
+    learned_l2: float | None = None,
 ) -> dict[str, Any]:
     """``{"judges": {NAME: {...}}, "fit_on_dev": bool}`` for the labelled results ``records``.
 
-    ``model``: the learned reading already fitted on ``dev`` (fitted here when not given);
-    ``computed``: :func:`report_scores` of the same arguments, when already at hand.
+    ``model``: the learned reading already fitted on ``dev`` (fitted here when not given),
+    ``learned_l2`` the L2 strength its fit chose; ``computed``: :func:`report_scores` of the
+    same arguments, when already at hand.
     """
     if model is None and dev:
-        model = fit_on(dev)
+        fitted = fit_tuned(dev)
+        model, learned_l2 = fitted if fitted else (None, None)
     scores, dev_scores = computed or report_scores(records, dev, model)
     harm = harmful_of(records)
     judges: dict[str, Any] = {}
@@ -315,7 +312,6 @@ def summarise_labels(
         row.update(costs.get(variant, {}))
         judges[judge_name(variant)] = row
     learned_threshold = judges.get("learned", {}).get("threshold")
-    learned_l2: float | None = None
     if not dev:
         # these labels are the dev labels: the learned judge a user loads is fitted on all of
         # them, its threshold chosen on the out-of-fold scores
@@ -460,9 +456,10 @@ def write_label_report(out: Path, dev: Path | None = None) -> list[Path]:
     """``summary.md``, ``summary.json`` and ``roc.png`` of a labelled judge-benchmark folder."""
     records = read_records(out / "results.jsonl")
     dev_records = read_records(dev / "results.jsonl") if dev else None
-    model = fit_on(dev_records) if dev_records else None  # fitted once, for table and plot
+    fitted = fit_tuned(dev_records) if dev_records else None  # once, for table and plot
+    model, l2 = fitted if fitted else (None, None)
     both = report_scores(records, dev_records, model)
-    summary = summarise_labels(records, dev_records, model, both)
+    summary = summarise_labels(records, dev_records, model, both, l2)
     scores = both[0]
     summary["config_defaults"] = {
         k: SpecReasonConfig().as_dict()[k]
