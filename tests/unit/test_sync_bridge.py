@@ -7,9 +7,11 @@ import contextvars
 import os
 import signal
 import threading
+import time
 
 import pytest
 
+from langchain_specreason import sync_bridge
 from langchain_specreason.sync_bridge import iter_sync, run_sync
 
 WHO = contextvars.ContextVar("who", default="nobody")
@@ -66,3 +68,84 @@ def test_ctrl_c_while_iterating_cancels_and_closes_the_stream():
         next(items)
     items.close()
     assert closed.wait(5), "the stream was left running after Ctrl-C"
+
+
+def test_ctrl_c_returns_only_once_the_coroutine_has_unwound():
+    unwound = threading.Event()
+
+    async def slow_to_unwind() -> None:
+        try:
+            await asyncio.sleep(3600)
+        finally:  # like closing a server stream: a few loop turns of clean-up
+            await asyncio.shield(asyncio.sleep(0.3))
+            unwound.set()
+
+    timer = threading.Timer(0.2, _ctrl_c)
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_sync(slow_to_unwind())
+    assert unwound.is_set(), "the interrupt reached the caller before the clean-up ran"
+    assert time.monotonic() - started < sync_bridge.UNWIND_SECONDS / 2  # not the bound's wait
+
+
+def test_a_clean_up_that_never_ends_does_not_hold_ctrl_c_beyond_the_bound(monkeypatch):
+    monkeypatch.setattr(sync_bridge, "UNWIND_SECONDS", 0.3)
+    release = threading.Event()
+
+    async def stubborn() -> None:
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            while not release.is_set():  # ignores the cancellation until released
+                try:
+                    await asyncio.sleep(0.05)
+                except asyncio.CancelledError:
+                    pass
+
+    timer = threading.Timer(0.2, _ctrl_c)
+    timer.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_sync(stubborn())
+        assert time.monotonic() - started < 3
+    finally:
+        release.set()
+
+
+def test_ctrl_c_while_iterating_unwinds_the_step_before_the_stream_is_closed():
+    events: list[str] = []
+
+    async def stream():
+        try:
+            yield 1
+            try:
+                await asyncio.sleep(3600)
+            finally:
+                await asyncio.shield(asyncio.sleep(0.3))
+                events.append("step unwound")
+            yield 2
+        finally:
+            events.append("closed")
+
+    items = iter_sync(stream())
+    assert next(items) == 1
+    timer = threading.Timer(0.2, _ctrl_c)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        next(items)
+    assert events == ["step unwound", "closed"]
+
+
+def test_errors_and_results_pass_through_unchanged():
+    async def fails() -> None:
+        raise ValueError("bad input")
+
+    async def items():
+        yield "a"
+        yield "b"
+
+    with pytest.raises(ValueError, match="bad input"):
+        run_sync(fails())
+    assert list(iter_sync(items())) == ["a", "b"]
