@@ -62,6 +62,13 @@ def test_labelling_two_problems_end_to_end_writes_valid_labels(servers, tmp_path
     again = cli("label", *urls, *small, "--out", str(out))
     assert "labelled 0 draft steps from 0 problems (2 already done)" in again.stdout
 
+    # how noisy they are, from their own rollouts (offline)
+    noise = cli("bench", "labels", str(out))
+    reliability = json.loads((out / "reliability.json").read_text())
+    assert reliability["steps"] == len(rows) and reliability["m"] == 2
+    assert reliability["harmful"] == sum(r["harmful"] for r in rows)
+    assert "split half (1 + 1 rollouts a side)" in noise.stdout
+
     # the judge benchmark reads them
     judged = tmp_path / "judged"
     cli(

@@ -151,9 +151,15 @@ def add_parser(subparsers: Any) -> None:
         "--report-only", action="store_true", help="only regenerate summary and plots of --out"
     )
     output.add_argument("--no-progress", action="store_true", help="no progress bar")
-    sub = p.add_subparsers(dest="bench_command", metavar="{report,judges,load}")
+    sub = p.add_subparsers(dest="bench_command", metavar="{report,judges,labels,load}")
     report = sub.add_parser("report", help="regenerate summary.md and plots of a result folder")
     report.add_argument("dir", help="the result folder (holding results.jsonl)")
+    labels = sub.add_parser(
+        "labels",
+        help="how noisy a label folder is: split-half agreement of its rollouts and the best "
+        "AUROC any judge could reach on it (offline; writes reliability.json)",
+    )
+    labels.add_argument("dir", help="a folder `specreason label` wrote (holding labels.jsonl)")
     add_judges_parser(sub)
     add_load_parser(sub)
 
@@ -343,6 +349,11 @@ async def run(args: argparse.Namespace) -> int:
         return print_report(Path(args.dir))
     if getattr(args, "bench_command", None) == "judges":
         return await run_judges(args)
+    if getattr(args, "bench_command", None) == "labels":
+        from ..labels.reliability import write_reliability
+
+        print(write_reliability(Path(args.dir)).format())
+        return 0
     if getattr(args, "bench_command", None) == "load":
         return await run_load(args)
     if args.report_only:
