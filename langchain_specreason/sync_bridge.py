@@ -25,16 +25,25 @@ UNWIND_SECONDS = 10.0
 """How long an interrupted sync call waits for its cancelled task to finish unwinding."""
 
 _LOOP: asyncio.AbstractEventLoop | None = None
+_THREAD: threading.Thread | None = None
 _LOCK = threading.Lock()
 
 
 def _loop() -> asyncio.AbstractEventLoop:
-    global _LOOP
+    global _LOOP, _THREAD
     with _LOCK:
         if _LOOP is None:
             _LOOP = asyncio.new_event_loop()
-            threading.Thread(target=_LOOP.run_forever, name="specreason-sync", daemon=True).start()
+            _THREAD = threading.Thread(
+                target=_LOOP.run_forever, name="specreason-sync", daemon=True
+            )
+            _THREAD.start()
         return _LOOP
+
+
+def _on_bridge_thread() -> bool:
+    """Whether the caller is code the bridge's loop runs (a sync callback of a sync call)."""
+    return _THREAD is not None and threading.current_thread() is _THREAD
 
 
 def _settle(done: concurrent.futures.Future[T], task: asyncio.Task[T]) -> None:
@@ -54,6 +63,11 @@ def _wait(coro: Coroutine[Any, Any, T], context: contextvars.Context | None = No
     If the wait is interrupted, the task is cancelled and the interrupt is raised once the task
     has finished (or after :data:`UNWIND_SECONDS`); a second Ctrl-C stops that wait at once.
     """
+    if _on_bridge_thread():
+        # waiting here on the bridge's loop would wait on itself forever: a loop of its own
+        with concurrent.futures.ThreadPoolExecutor(1, "specreason-nested") as pool:
+            run = context.run if context is not None else (lambda f, *a: f(*a))
+            return pool.submit(run, asyncio.run, coro).result()
     loop = _loop()
     done: concurrent.futures.Future[T] = concurrent.futures.Future()
     started: list[asyncio.Task[T]] = []
@@ -90,8 +104,18 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 def iter_sync(agen: AsyncIterator[T]) -> Iterator[T]:
     """Iterate an async iterator from sync code; closing the iterator closes ``agen``.
 
-    An interrupted step is cancelled and unwound like :func:`run_sync`'s coroutine.
+    An interrupted step is cancelled and unwound like :func:`run_sync`'s coroutine. From
+    code the bridge's loop runs (a sync callback of a sync call) it raises
+    :class:`~langchain_specreason.errors.SpecReasonError`: the stream would wait on itself.
     """
+    if _on_bridge_thread():
+        from .errors import SpecReasonError
+
+        raise SpecReasonError(
+            "a sync stream was started from code running on the sync API's event loop (a "
+            "sync callback of another sync call): it would wait on itself; use invoke() there, "
+            "or the async API (astream) throughout"
+        )
     iterator = aiter(agen)
 
     async def step() -> T:

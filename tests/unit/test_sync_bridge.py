@@ -149,3 +149,33 @@ def test_errors_and_results_pass_through_unchanged():
     with pytest.raises(ValueError, match="bad input"):
         run_sync(fails())
     assert list(iter_sync(items())) == ["a", "b"]
+
+
+@pytest.mark.timeout(30)  # the bug this pins was a wait without end
+def test_a_sync_call_from_code_the_bridge_runs_does_not_wait_on_itself():
+    async def inner() -> str:
+        return WHO.get()
+
+    async def outer() -> str:
+        # what a sync callback of a sync call does: a sync call on the bridge's own thread
+        return run_sync(inner())
+
+    token = WHO.set("caller")
+    try:
+        assert run_sync(outer()) == "caller"  # answered (a loop of its own), context kept
+    finally:
+        WHO.reset(token)
+
+
+@pytest.mark.timeout(30)
+def test_a_sync_stream_from_code_the_bridge_runs_is_a_typed_error():
+    from langchain_specreason.errors import SpecReasonError
+
+    async def numbers():
+        yield 1
+
+    async def outer() -> list[int]:
+        return list(iter_sync(numbers()))
+
+    with pytest.raises(SpecReasonError, match="would wait on itself"):
+        run_sync(outer())
