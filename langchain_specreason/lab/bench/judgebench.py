@@ -37,13 +37,15 @@ from typing import Any, Literal
 
 from tqdm import tqdm
 
-from ...endpoint import OpenAIEndpoint, endpoint_pair
+from ...config import SpecReasonConfig
+from ...endpoint import ChatRequest, OpenAIEndpoint, endpoint_pair
 from ...errors import ConfigError
 from ...formats import PromptFormat, continue_messages, get_format
 from ...judges import BaseModelScorer, LikelihoodScorer
 from ...judges.arithmetic import check_step
 from ...judges.score import average_score, greedy_score
 from ...serving.profiles import load_profile
+from . import consistency
 from .datasets import Problem
 from .injection import injected
 from .judgedata import NUMBERS, JudgeExample, load_judge_examples
@@ -67,8 +69,13 @@ MEASURES: dict[str, str] = {
     "confidence": "draft",
     "score": "base",
     "score-reference": "base",
+    "consistency": "draft",
 }
 """Each measure and the server it calls."""
+
+DEFAULT_MEASURES = tuple(m for m in MEASURES if m != "consistency")
+"""What ``--measures`` runs unless told: all but ``consistency`` (a draft generation of
+several samples per call, not a forward pass)."""
 
 
 def add_parser(subparsers: Any) -> None:
@@ -83,8 +90,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="which step is judged, corruptions")
     p.add_argument(
         "--measures",
-        default=",".join(MEASURES),
-        help=f"comma list of {', '.join(MEASURES)} (default: all)",
+        default=",".join(DEFAULT_MEASURES),
+        help=f"comma list of {', '.join(MEASURES)} (default: all but consistency)",
     )
     p.add_argument(
         "--inject",
@@ -180,6 +187,8 @@ class Measures:
                 "cached_tokens": 0,
                 "detail": {"verdict": check.verdict, "equations": check.checked},
             }
+        if measure == "consistency":
+            return await self._consistency(conv, steps, step)
         if measure in ("likelihood", "confidence"):
             scorer = self.likelihood if measure == "likelihood" else self.confidence
             s = await scorer.score(conv, steps, step)
@@ -202,6 +211,32 @@ class Measures:
             "cached_tokens": s.cached_tokens,
             "step_tokens": step_tokens,
             "detail": s.detail,
+        }
+
+    async def _consistency(
+        self, conv: list[dict[str, Any]], steps: list[str], step: str
+    ) -> dict[str, Any]:
+        """The draft's samples of the step's position, compared with the step it wrote."""
+        messages, cont = continue_messages(conv, self.fmt, steps)
+        delimiter = SpecReasonConfig().delimiter
+        request = ChatRequest(
+            messages=messages,
+            max_tokens=consistency.MAX_TOKENS,
+            continue_final=cont,
+            stop=[delimiter] + ([self.fmt.thinking_end] if self.fmt.thinking_end else []),
+            temperature=consistency.TEMPERATURE,
+            top_p=consistency.TOP_P,
+            seed=0,
+        )
+        outs = await self.draft.sample(request, consistency.SAMPLES)
+        texts = [o.text for o in outs]
+        return {
+            "scores": consistency.consistency_scores(step, texts),
+            "seconds": outs[0].seconds,
+            "prompt_tokens": outs[0].prompt_tokens,
+            "cached_tokens": outs[0].cached_tokens,
+            "step_tokens": None,
+            "detail": {"samples": texts, "completion_tokens": outs[0].completion_tokens},
         }
 
 

@@ -44,6 +44,8 @@ VARIANTS: dict[str, tuple[str, str, str | None]] = {
     "arithmetic+likelihood (min)": ("likelihood", "min", "arithmetic"),
     "arithmetic+likelihood (math)": ("likelihood", "math", "arithmetic"),
     "arithmetic+confidence (mean)": ("confidence", "mean", "arithmetic"),
+    "consistency (numbers)": ("consistency", "numbers", None),
+    "consistency (words)": ("consistency", "words", None),
 }
 """Report rows: (measure, score read, cheap check in front or None)."""
 

@@ -77,8 +77,8 @@ def judge_name(variant: str) -> str:
     measure, read, check = VARIANTS[variant]
     tags = ["reference"] if measure == "score-reference" else []
     default = default_read(measure)
-    if default is not None and read != default:
-        tags.append(read)
+    if (default is not None and read != default) or measure == "consistency":
+        tags.append(read)  # consistency: two readings, no default between them
     name = (f"{check}+" if check else "") + measure.removesuffix("-reference")
     return name + (f"[{','.join(tags)}]" if tags else "")
 
