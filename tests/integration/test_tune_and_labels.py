@@ -78,11 +78,17 @@ def test_labelling_two_problems_end_to_end_writes_valid_labels(servers, tmp_path
         "--labels",
         str(out / "labels.jsonl"),
         "--measures",
-        "likelihood,confidence,arithmetic",
+        "likelihood,confidence,arithmetic,consistency",
         "--out",
         str(judged),
         "--no-progress",
     )
+    results = [json.loads(line) for line in (judged / "results.jsonl").read_text().splitlines()]
+    sampled = [r for r in results if r["measure"] == "consistency"]
+    assert len(sampled) == len(rows)  # the draft sampled each step's position, 4 at once
+    for r in sampled:
+        assert len(r["detail"]["samples"]) == 4
+        assert 0 <= r["scores"]["numbers"] <= 1 and 0 <= r["scores"]["words"] <= 1
     summary = json.loads((judged / "summary.json").read_text())
     assert summary["fit_on_dev"] is False
     for name, row in summary["judges"].items():
