@@ -1000,6 +1000,24 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     ) -> Iterator[ChatGenerationChunk]:
         yield from iter_sync(self._events(messages, stop, run_manager, kwargs))
 
+    def batch(
+        self,
+        inputs: list[LanguageModelInput],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[AIMessage]:
+        """Answer several inputs at once (``max_concurrency`` in ``config`` bounds them).
+
+        Runs :meth:`abatch` on the sync API's event loop rather than ``invoke`` on a thread
+        pool, so Ctrl-C cancels every run (and its server requests) instead of waiting for
+        the threads to finish them.
+        """
+        if not inputs:
+            return []
+        return run_sync(self.abatch(inputs, config, return_exceptions=return_exceptions, **kwargs))
+
 
 async def _until(deadline: float | None, stream: AsyncIterator[T]) -> AsyncIterator[T]:
     """The items of ``stream`` until ``deadline`` seconds have passed; then DeadlineError.

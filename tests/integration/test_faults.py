@@ -280,6 +280,8 @@ SYNC_CLIENT = textwrap.dedent("""
         if sys.argv[3] == "stream":
             for _ in llm.stream(sys.argv[2]):
                 pass
+        elif sys.argv[3] == "batch":
+            llm.batch([sys.argv[2], sys.argv[2] + " Then check it."])
         else:
             llm.invoke(sys.argv[2])
     except KeyboardInterrupt:
@@ -288,7 +290,7 @@ SYNC_CLIENT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("call", ["invoke", "stream"])
+@pytest.mark.parametrize("call", ["invoke", "stream", "batch"])
 async def test_ctrl_c_on_a_sync_call_leaves_no_request_running_on_the_servers(pair, call):
     # the interrupt reaches the caller once the run has unwound, so the program exits at once
     # (not under a loop still cancelling) and a stream raises KeyboardInterrupt, not an error

@@ -429,3 +429,32 @@ def test_dumpd_load_round_trip_keeps_the_knobs_and_never_writes_a_key(monkeypatc
     assert back.spec_config() == llm.spec_config()
     assert back.api_key.get_secret_value() == "sk-from-env"
     assert back.dict() == llm.dict()
+
+
+def test_sync_batch_answers_in_order_and_returns_exceptions_when_asked():
+    model = fake_model()
+    replies = model.batch(["q1", "q2", "q3"], config={"max_concurrency": 2})
+    assert [r.content for r in replies] == ["S0.\n\nB1.\n\nS2."] * 3
+    bad = model.batch(["q", "q"], return_exceptions=True, temperature=5)
+    assert all(isinstance(r, ConfigError) for r in bad)
+    assert model.batch([]) == []
+
+
+@pytest.mark.timeout(30)  # a thread pool's batch would wait an hour for its stalled runs
+def test_ctrl_c_during_a_sync_batch_cancels_every_run_at_once():
+    import os
+    import signal
+    import threading
+    import time
+
+    model = fake_model()
+    stalled = _Stalling(model.draft_endpoint, calls=0)  # every draft call stalls
+    model = model.model_copy(update={"draft_endpoint": stalled})
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    start = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        model.batch(["q1", "q2", "q3"])
+    # not the minutes the runs would take: a thread pool's batch waits for its threads
+    assert time.perf_counter() - start < 5
+    assert len(stalled.requests) >= 3 and stalled.cancelled == len(stalled.requests)
