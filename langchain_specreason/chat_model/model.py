@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, Literal, TypeVar, cast
 
@@ -35,6 +36,7 @@ from langchain_core.runnables import (
     RunnableMap,
     RunnablePassthrough,
 )
+from langchain_core.runnables.config import get_config_list
 from langchain_core.tools import BaseTool
 from langchain_core.utils import from_env, get_pydantic_field_names, secret_from_env
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -414,6 +416,22 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             settings["answer_max_tokens"] = overrides["max_tokens"]
         settings.update({k: v for k, v in overrides.items() if k in SpecReasonConfig.model_fields})
         return SpecReasonConfig(**settings)
+
+    def model_copy(
+        self, *, update: Mapping[str, Any] | None = None, deep: bool = False
+    ) -> ChatSpecReason:
+        """A copy; with ``update``, its endpoints and graphs are built anew from the new fields.
+
+        (Pydantic copies private attributes as they are: a copy with another ``base_url`` or
+        judge would otherwise keep calling the servers, and running the graph, of the model
+        it was copied from once that model had been used.)
+        """
+        copy = super().model_copy(update=update, deep=deep)
+        if update:
+            copy._graphs = {}
+            copy._endpoints = {}
+            copy._discovered = False
+        return copy
 
     def endpoint(self, role: Literal["draft", "base"]) -> Endpoint:
         """The endpoint of ``role``: the one given, else built once from the URLs and keys."""
@@ -1017,6 +1035,62 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         if not inputs:
             return []
         return run_sync(self.abatch(inputs, config, return_exceptions=return_exceptions, **kwargs))
+
+    def batch_as_completed(  # type: ignore[override]
+        self,
+        inputs: Sequence[LanguageModelInput],
+        config: RunnableConfig | Sequence[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> Iterator[tuple[int, AIMessage | Exception]]:
+        """Yield (index, reply) of each input as its run ends.
+
+        Runs :meth:`abatch_as_completed` on the sync API's event loop: Ctrl-C, or closing
+        the iterator, cancels the runs still going.
+        """
+        if not inputs:
+            return
+        yield from iter_sync(
+            self.abatch_as_completed(inputs, config, return_exceptions=return_exceptions, **kwargs)
+        )
+
+    async def abatch_as_completed(  # type: ignore[override]
+        self,
+        inputs: Sequence[LanguageModelInput],
+        config: RunnableConfig | Sequence[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> AsyncIterator[tuple[int, AIMessage | Exception]]:
+        """Yield (index, reply) of each input as its run ends (``max_concurrency`` bounds them).
+
+        Unlike langchain-core's, the runs are cancelled when the iteration stops early
+        (cancelled, closed, or an error raised), so none keeps its servers busy.
+        """
+        if not inputs:
+            return
+        configs = get_config_list(config, len(inputs))
+        limit = configs[0].get("max_concurrency")
+        gate = asyncio.Semaphore(limit) if limit else contextlib.nullcontext()
+
+        async def one(i: int) -> tuple[int, AIMessage | Exception]:
+            async with gate:
+                try:
+                    return i, cast(AIMessage, await self.ainvoke(inputs[i], configs[i], **kwargs))
+                except Exception as exc:
+                    if not return_exceptions:
+                        raise
+                    return i, exc
+
+        tasks = [asyncio.ensure_future(one(i)) for i in range(len(inputs))]
+        try:
+            for finished in asyncio.as_completed(tasks):
+                yield await finished
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def _until(deadline: float | None, stream: AsyncIterator[T]) -> AsyncIterator[T]:

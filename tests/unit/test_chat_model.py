@@ -458,3 +458,49 @@ def test_ctrl_c_during_a_sync_batch_cancels_every_run_at_once():
     # not the minutes the runs would take: a thread pool's batch waits for its threads
     assert time.perf_counter() - start < 5
     assert len(stalled.requests) >= 3 and stalled.cancelled == len(stalled.requests)
+
+
+@pytest.mark.timeout(30)
+def test_sync_batch_as_completed_yields_every_index_and_ctrl_c_cancels_the_rest():
+    import os
+    import signal
+    import threading
+
+    model = fake_model()
+    got = dict(model.batch_as_completed(["q1", "q2"]))
+    assert sorted(got) == [0, 1] and {m.content for m in got.values()} == {"S0.\n\nB1.\n\nS2."}
+    assert list(model.batch_as_completed([])) == []
+    stalled = _Stalling(model.draft_endpoint, calls=0)
+    model = model.model_copy(update={"draft_endpoint": stalled})
+    threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        list(model.batch_as_completed(["q1", "q2"]))
+    assert len(stalled.requests) >= 2 and stalled.cancelled == len(stalled.requests)
+
+
+def test_a_copy_with_new_fields_runs_with_them_after_the_original_was_used():
+    model = fake_model()
+    model.invoke("q")  # builds and caches the original's endpoints and graph
+    first = model.draft_endpoint
+    other = ScriptedEndpoint("draft", first.handler)
+    copy = model.model_copy(update={"draft_endpoint": other})
+    assert copy.invoke("q").content == "S0.\n\nB1.\n\nS2."
+    assert other.requests, "the copy called the draft endpoint of the model it was copied from"
+    before = len(first.requests)
+    model.invoke("q")  # the original keeps its own
+    assert len(first.requests) > before and model.endpoint("draft") is first
+
+
+@pytest.mark.timeout(30)
+async def test_stopping_abatch_as_completed_early_cancels_the_runs_still_going():
+    import asyncio
+
+    model = fake_model()
+    stalled = _Stalling(model.draft_endpoint, calls=0)  # every draft call stalls
+    model = model.model_copy(update={"draft_endpoint": stalled})
+    runs = model.abatch_as_completed(["q1", "q2", "q3"], config={"max_concurrency": 2})
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(anext(runs), 0.5)  # none ends; the caller gives up
+    await runs.aclose()
+    assert len(stalled.requests) == 2  # max_concurrency held the third back
+    assert stalled.cancelled == 2  # and nothing is left running
