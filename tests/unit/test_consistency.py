@@ -92,3 +92,9 @@ def test_consistency_is_measured_only_when_asked_and_named_by_its_reading():
     assert judge_name("consistency (numbers)") == "consistency[numbers]"
     assert judge_name("consistency (words)") == "consistency[words]"
     assert judge_name("likelihood (mean)") == "likelihood"
+
+
+def test_every_measure_has_its_costs_in_the_label_report():
+    from langchain_specreason.lab.bench.labelreport import MEASURE_NAMES
+
+    assert set(MEASURE_NAMES) == set(MEASURES)

@@ -337,10 +337,21 @@ def _default_threshold(variant: str) -> float | None:
     return None
 
 
+MEASURE_NAMES = (
+    "likelihood",
+    "confidence",
+    "score",
+    "score-reference",
+    "arithmetic",
+    "consistency",
+)
+"""The measures whose costs a report lists (``bench judges --measures``)."""
+
+
 def _costs(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Seconds and prefilled tokens per call of each reading, as the library would call it."""
     per_measure: dict[str, dict[str, float]] = {}
-    for measure in ("likelihood", "confidence", "score", "score-reference", "arithmetic"):
+    for measure in MEASURE_NAMES:
         calls = [r for r in records if r["measure"] == measure]
         if calls:
             per_measure[measure] = {
