@@ -31,7 +31,9 @@ from typing import Any
 from ...errors import InputError
 from ..bench.datasets import read_jsonl
 from ..bench.judgereport import auroc
+from ..bench.labelreport import auroc_interval
 from ..bench.stats import percentile_95
+from .rollout import advantage, is_harmful, success_rate
 
 REQUIRED = ("draft_correct", "base_correct", "same_step")
 
@@ -123,14 +125,6 @@ def read_rollouts(path: Path) -> list[Rollouts]:
     return rows
 
 
-def _rate(correct: Sequence[bool]) -> float:
-    return sum(correct) / len(correct)
-
-
-def _is_harmful(advantage: float, gap: float) -> bool:
-    return advantage >= gap - 1e-9  # as lab.labels.rollout.is_harmful
-
-
 def _keep_auroc(advantages: Sequence[float], harmful: Sequence[bool]) -> float | None:
     """AUROC of ``-advantage`` as a keep score (the judges' orientation: harmless high)."""
     return auroc(
@@ -139,12 +133,19 @@ def _keep_auroc(advantages: Sequence[float], harmful: Sequence[bool]) -> float |
     )
 
 
-def _halves(rows: Sequence[Rollouts]) -> tuple[list[float], list[float]]:
-    """Each step's advantage by the first ``m // 2`` rollouts a side, and by the next."""
+def _half_rates(
+    rows: Sequence[Rollouts],
+) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
+    """Each step's (draft rate, base rate): by its first ``m // 2`` rollouts a side, by the next.
+
+    Returns the two lists, one per half.
+    """
     half = len(rows[0].draft) // 2
-    first = [_rate(r.base[:half]) - _rate(r.draft[:half]) for r in rows]
-    second = [_rate(r.base[half : 2 * half]) - _rate(r.draft[half : 2 * half]) for r in rows]
-    return first, second
+
+    def rates(lo: int, hi: int) -> list[tuple[float, float]]:
+        return [(success_rate(r.draft[lo:hi]), success_rate(r.base[lo:hi])) for r in rows]
+
+    return rates(0, half), rates(half, 2 * half)
 
 
 def split_half(rows: Sequence[Rollouts], gap: float) -> tuple[float | None, float | None, int]:
@@ -153,32 +154,28 @@ def split_half(rows: Sequence[Rollouts], gap: float) -> tuple[float | None, floa
     Returns (correlation, AUROC of the first half's advantage against the second half's
     ``harmful``, harmful steps by the second half).
     """
-    first, second = _halves(rows)
-    labels = [_is_harmful(a, gap) for a in second]
+    first, second = _half_rates(rows)
+    labels = [is_harmful(d, b, gap) for d, b in second]
+    ahead = [advantage(d, b) for d, b in first]
     try:
-        r: float | None = statistics.correlation(first, second)
+        r: float | None = statistics.correlation(ahead, [advantage(d, b) for d, b in second])
     except statistics.StatisticsError:  # a constant half
         r = None
-    return r, _keep_auroc(first, labels), sum(labels)
+    return r, _keep_auroc(ahead, labels), sum(labels)
 
 
 def split_half_interval(
     rows: Sequence[Rollouts], gap: float, *, resamples: int = 1000, seed: int = 0
 ) -> tuple[float, float] | None:
     """95% interval of the split-half AUROC, resampling whole problems (seeded bootstrap)."""
-    first, second = _halves(rows)
-    groups: dict[str, list[tuple[float, bool]]] = {}
-    for row, a, b in zip(rows, first, second, strict=True):
-        groups.setdefault(row.problem, []).append((a, _is_harmful(b, gap)))
-    keys = sorted(groups)
-    rng = random.Random(seed)
-    draws: list[float] = []
-    for _ in range(resamples):
-        picked = [pair for _k in keys for pair in groups[keys[rng.randrange(len(keys))]]]
-        value = _keep_auroc([a for a, _ in picked], [h for _, h in picked])
-        if value is not None:
-            draws.append(value)
-    return percentile_95(draws) if draws else None
+    first, second = _half_rates(rows)
+    ids = [f"{row.problem}:{i}" for i, row in enumerate(rows)]  # problem_of() reads them back
+    return auroc_interval(
+        {e: -advantage(d, b) for e, (d, b) in zip(ids, first, strict=True)},  # a keep score
+        {e: is_harmful(d, b, gap) for e, (d, b) in zip(ids, second, strict=True)},
+        resamples=resamples,
+        seed=seed,
+    )
 
 
 def spearman_brown(r: float | None, factor: float) -> float | None:
@@ -227,7 +224,7 @@ def ceiling(
             fresh_d = sum(rng.random() < p_d for _ in range(m))
             fresh_b = sum(rng.random() < p_b for _ in range(m))
             advantages.append(p_b - p_d)
-            labels.append(_is_harmful((fresh_b - fresh_d) / m, gap))
+            labels.append(is_harmful(fresh_d / m, fresh_b / m, gap))
         value = _keep_auroc(advantages, labels)
         if value is not None:
             values.append(value)
@@ -245,7 +242,7 @@ def label_reliability(
     mean, interval = ceiling(rows, gap, draws=draws, seed=seed)
     return Reliability(
         steps=len(rows),
-        harmful=sum(_is_harmful(_rate(x.base) - _rate(x.draft), gap) for x in rows),
+        harmful=sum(is_harmful(success_rate(x.draft), success_rate(x.base), gap) for x in rows),
         m=m,
         gap=gap,
         split_half_r=r,
