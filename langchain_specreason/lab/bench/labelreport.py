@@ -76,9 +76,9 @@ def judge_name(variant: str) -> str:
         return EXTRA_NAMES.get(variant, variant)
     measure, read, check = VARIANTS[variant]
     tags = ["reference"] if measure == "score-reference" else []
-    default = default_read(measure)
-    if (default is not None and read != default) or measure == "consistency":
-        tags.append(read)  # consistency: two readings, no default between them
+    readings = {r for m, r, _c in VARIANTS.values() if m == measure}
+    if read != default_read(measure) and len(readings) > 1:
+        tags.append(read)  # the reading, unless it is the measure's default or its only one
     name = (f"{check}+" if check else "") + measure.removesuffix("-reference")
     return name + (f"[{','.join(tags)}]" if tags else "")
 
@@ -337,15 +337,8 @@ def _default_threshold(variant: str) -> float | None:
     return None
 
 
-MEASURE_NAMES = (
-    "likelihood",
-    "confidence",
-    "score",
-    "score-reference",
-    "arithmetic",
-    "consistency",
-)
-"""The measures whose costs a report lists (``bench judges --measures``)."""
+MEASURE_NAMES = tuple(dict.fromkeys(measure for measure, _read, _check in VARIANTS.values()))
+"""The measures whose costs a report lists: every measure a reading reads."""
 
 
 def _costs(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
