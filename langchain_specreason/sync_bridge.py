@@ -41,7 +41,7 @@ def _loop() -> asyncio.AbstractEventLoop:
         return _LOOP
 
 
-def _on_bridge_thread() -> bool:
+def on_bridge_thread() -> bool:
     """Whether the caller is code the bridge's loop runs (a sync callback of a sync call)."""
     return _THREAD is not None and threading.current_thread() is _THREAD
 
@@ -63,7 +63,7 @@ def _wait(coro: Coroutine[Any, Any, T], context: contextvars.Context | None = No
     If the wait is interrupted, the task is cancelled and the interrupt is raised once the task
     has finished (or after :data:`UNWIND_SECONDS`); a second Ctrl-C stops that wait at once.
     """
-    if _on_bridge_thread():
+    if on_bridge_thread():
         # waiting here on the bridge's loop would wait on itself forever: a loop of its own
         with concurrent.futures.ThreadPoolExecutor(1, "specreason-nested") as pool:
             run = context.run if context is not None else (lambda f, *a: f(*a))
@@ -108,7 +108,7 @@ def iter_sync(agen: AsyncIterator[T]) -> Iterator[T]:
     code the bridge's loop runs (a sync callback of a sync call) it raises
     :class:`~langchain_specreason.errors.SpecReasonError`: the stream would wait on itself.
     """
-    if _on_bridge_thread():
+    if on_bridge_thread():
         from .errors import SpecReasonError
 
         raise SpecReasonError(

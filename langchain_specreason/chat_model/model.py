@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
@@ -73,7 +72,7 @@ from ..judges import Judge
 from ..redaction import looks_secret
 from ..state import AnswerOptions, SpecReasonInput
 from ..stats import SpecReasonStats
-from ..sync_bridge import iter_sync, run_sync
+from ..sync_bridge import iter_sync, on_bridge_thread, run_sync
 from .messages import plain_reply, step_chunk
 from .resume import same_turns, thread_id
 from .structured import closed_if_no_parameters, to_response_format
@@ -567,7 +566,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             pass
         else:
             return  # an event loop runs here: the async entry points discover with await
-        if self._discovered or threading.current_thread().name == "specreason-sync":
+        if self._discovered or on_bridge_thread():
             return  # done, or called on the sync API's own loop thread
         servers = self._discovery_targets(on_caller_loop=False)
         if not servers:

@@ -17,8 +17,9 @@ from langchain_specreason.sync_bridge import iter_sync, run_sync
 WHO = contextvars.ContextVar("who", default="nobody")
 
 
-def _ctrl_c() -> None:
-    os.kill(os.getpid(), signal.SIGINT)  # what Ctrl-C sends
+def _ctrl_c_soon() -> None:
+    """Ctrl-C in 0.2 s (a SIGINT to this process, as a terminal sends it)."""
+    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
 
 
 def test_the_callers_context_variables_reach_the_coroutine():
@@ -42,8 +43,7 @@ def test_ctrl_c_while_waiting_cancels_the_coroutine():
             cancelled.set()
             raise
 
-    timer = threading.Timer(0.2, _ctrl_c)
-    timer.start()
+    _ctrl_c_soon()
     with pytest.raises(KeyboardInterrupt):
         run_sync(forever())
     assert cancelled.wait(5), "the coroutine kept running after Ctrl-C"
@@ -62,8 +62,7 @@ def test_ctrl_c_while_iterating_cancels_and_closes_the_stream():
 
     items = iter_sync(stream())
     assert next(items) == 1
-    timer = threading.Timer(0.2, _ctrl_c)
-    timer.start()
+    _ctrl_c_soon()
     with pytest.raises(KeyboardInterrupt):
         next(items)
     items.close()
@@ -80,8 +79,7 @@ def test_ctrl_c_returns_only_once_the_coroutine_has_unwound():
             await asyncio.shield(asyncio.sleep(0.3))
             unwound.set()
 
-    timer = threading.Timer(0.2, _ctrl_c)
-    timer.start()
+    _ctrl_c_soon()
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         run_sync(slow_to_unwind())
@@ -103,8 +101,7 @@ def test_a_clean_up_that_never_ends_does_not_hold_ctrl_c_beyond_the_bound(monkey
                 except asyncio.CancelledError:
                     pass
 
-    timer = threading.Timer(0.2, _ctrl_c)
-    timer.start()
+    _ctrl_c_soon()
     started = time.monotonic()
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -131,8 +128,7 @@ def test_ctrl_c_while_iterating_unwinds_the_step_before_the_stream_is_closed():
 
     items = iter_sync(stream())
     assert next(items) == 1
-    timer = threading.Timer(0.2, _ctrl_c)
-    timer.start()
+    _ctrl_c_soon()
     with pytest.raises(KeyboardInterrupt):
         next(items)
     assert events == ["step unwound", "closed"]
