@@ -71,6 +71,11 @@ FORMATS: dict[str, PromptFormat] = {
 }
 
 
+def step_stops(fmt: PromptFormat, delimiter: str) -> list[str]:
+    """The stop strings of one reasoning step: ``delimiter``, and the end of thinking if any."""
+    return [delimiter] + ([fmt.thinking_end] if fmt.thinking_end else [])
+
+
 def get_format(family: str | PromptFormat) -> PromptFormat:
     """Look a family up by name (an object satisfying :class:`PromptFormat` passes through)."""
     if not isinstance(family, str):

@@ -21,7 +21,7 @@ from ..config import SpecReasonConfig
 from ..endpoint import ChatRequest, Completion, Endpoint, WindowedEndpoint
 from ..errors import ContextLengthError, EndpointError
 from ..events import Done, Drafted, Fallback, Scored, Step
-from ..formats import PromptFormat, continue_messages, to_openai_messages
+from ..formats import PromptFormat, continue_messages, step_stops, to_openai_messages
 from ..judges import Judge, StepContext, Verdict
 from ..state import Decision, PendingStep, SpecReasonState, StepRecord
 from .breaker import Breaker
@@ -52,7 +52,7 @@ class Parts:
     @property
     def stops(self) -> list[str]:
         """The stop strings of a step: the delimiter, and the end of thinking if any."""
-        return [self.config.delimiter] + ([self.fmt.thinking_end] if self.fmt.thinking_end else [])
+        return step_stops(self.fmt, self.config.delimiter)
 
     def step_request(self, state: SpecReasonState, *, logprobs: bool = False) -> ChatRequest:
         """The request that writes the next step (either model; the budget caps it)."""

@@ -40,7 +40,7 @@ from tqdm import tqdm
 from ...config import SpecReasonConfig
 from ...endpoint import ChatRequest, OpenAIEndpoint, endpoint_pair
 from ...errors import ConfigError
-from ...formats import PromptFormat, continue_messages, get_format
+from ...formats import PromptFormat, continue_messages, get_format, step_stops
 from ...judges import BaseModelScorer, LikelihoodScorer
 from ...judges.arithmetic import check_step
 from ...judges.score import average_score, greedy_score
@@ -218,12 +218,11 @@ class Measures:
     ) -> dict[str, Any]:
         """The draft's samples of the step's position, compared with the step it wrote."""
         messages, cont = continue_messages(conv, self.fmt, steps)
-        delimiter = SpecReasonConfig().delimiter
         request = ChatRequest(
             messages=messages,
             max_tokens=consistency.MAX_TOKENS,
             continue_final=cont,
-            stop=[delimiter] + ([self.fmt.thinking_end] if self.fmt.thinking_end else []),
+            stop=step_stops(self.fmt, SpecReasonConfig().delimiter),
             temperature=consistency.TEMPERATURE,
             top_p=consistency.TOP_P,
             seed=0,

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ...endpoint import ChatRequest, Completion
-from ...formats import PromptFormat, continue_messages
+from ...formats import PromptFormat, continue_messages, step_stops
 from ...graph import step_finish
 from ..bench.datasets import Problem
 from ..bench.grading import grade
@@ -139,7 +139,7 @@ async def label_step(
 ) -> dict[str, Any]:
     """The label of draft ``step`` written after ``prefix`` (see the module docstring)."""
     t0 = time.perf_counter()
-    stops = [settings.delimiter] + ([fmt.thinking_end] if fmt.thinking_end else [])
+    stops = step_stops(fmt, settings.delimiter)
     own = await base.complete(
         _step_request(
             conversation,
