@@ -1029,11 +1029,34 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
 
         Runs :meth:`abatch` on the sync API's event loop rather than ``invoke`` on a thread
         pool, so Ctrl-C cancels every run (and its server requests) instead of waiting for
-        the threads to finish them.
+        the threads to finish them; a run that fails cancels the others (see :meth:`abatch`).
         """
         if not inputs:
             return []
         return run_sync(self.abatch(inputs, config, return_exceptions=return_exceptions, **kwargs))
+
+    async def abatch(
+        self,
+        inputs: list[LanguageModelInput],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[AIMessage]:
+        """Answer several inputs at once (``max_concurrency`` in ``config`` bounds them).
+
+        Unlike langchain-core's, when a run fails (and ``return_exceptions`` is off) the runs
+        still going are cancelled before the error is raised, so none keeps its servers busy
+        for an answer nobody will read.
+        """
+        if not inputs:
+            return []
+        replies: dict[int, AIMessage | Exception] = {}
+        async for i, reply in self.abatch_as_completed(
+            inputs, config, return_exceptions=return_exceptions, **kwargs
+        ):
+            replies[i] = reply
+        return [cast(AIMessage, replies[i]) for i in range(len(inputs))]
 
     def batch_as_completed(  # type: ignore[override]
         self,

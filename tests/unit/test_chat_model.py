@@ -478,6 +478,36 @@ def test_sync_batch_as_completed_yields_every_index_and_ctrl_c_cancels_the_rest(
     assert len(stalled.requests) >= 2 and stalled.cancelled == len(stalled.requests)
 
 
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("api", ["abatch", "batch"])
+def test_a_failing_run_of_a_batch_cancels_the_others_before_its_error_is_raised(api):
+    import asyncio
+    import time
+
+    from langchain_core.callbacks import AsyncCallbackHandler
+
+    class FailsLate(AsyncCallbackHandler):
+        raise_error = True
+
+        async def on_chat_model_start(self, *args, **kwargs):
+            await asyncio.sleep(0.5)  # the other runs are waiting on their drafts by now
+            raise RuntimeError("this run failed")
+
+    model = fake_model()
+    stalled = _Stalling(model.draft_endpoint, calls=0)  # every draft call stalls
+    model = model.model_copy(update={"draft_endpoint": stalled})
+    configs = [{}, {}, {"callbacks": [FailsLate()]}]
+    start = time.perf_counter()
+    with pytest.raises(RuntimeError, match="this run failed"):
+        if api == "batch":
+            model.batch(["q1", "q2", "q3"], configs)
+        else:
+            asyncio.run(model.abatch(["q1", "q2", "q3"], configs))
+    assert time.perf_counter() - start < 5
+    # both other runs had a draft call in flight, and neither is left running
+    assert len(stalled.requests) == 2 and stalled.cancelled == 2
+
+
 def test_a_copy_with_new_fields_runs_with_them_after_the_original_was_used():
     model = fake_model()
     model.invoke("q")  # builds and caches the original's endpoints and graph
