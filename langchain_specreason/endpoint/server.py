@@ -404,10 +404,12 @@ class OpenAIEndpoint:
             ) from exc
         except (openai.APIConnectionError, openai.APITimeoutError) as exc:
             what = "timed out" if isinstance(exc, openai.APITimeoutError) else "unreachable"
+            tries = self.max_retries + 1
             raise EndpointError(
                 self.name,
                 self.base_url,
-                f"{what} after {self.max_retries + 1} attempts ({type(exc).__name__}); "
+                f"{what} after {tries} attempt{'s' if tries > 1 else ''} "
+                f"({type(exc).__name__}); "
                 f"is the server running?",
             ) from exc
         except json.JSONDecodeError as exc:  # status 200 with a body that is not JSON

@@ -156,8 +156,9 @@ def test_endpoint_repr_and_errors_never_show_the_key():
     assert "sk-secret" not in repr(endpoint)
 
 
-async def test_endpoint_retries_transient_errors_then_names_itself(monkeypatch):
-    endpoint = OpenAIEndpoint("http://127.0.0.1:1/v1", model="m", name="base", max_retries=2)
+@pytest.mark.parametrize("retries, said", [(2, "3 attempts"), (0, "1 attempt ")])
+async def test_endpoint_retries_transient_errors_then_names_itself(monkeypatch, retries, said):
+    endpoint = OpenAIEndpoint("http://127.0.0.1:1/v1", model="m", name="base", max_retries=retries)
     calls = []
     request = httpx.Request("POST", "http://127.0.0.1:1/v1/chat/completions")
 
@@ -172,10 +173,10 @@ async def test_endpoint_retries_transient_errors_then_names_itself(monkeypatch):
     with pytest.raises(
         EndpointError,
         match=r"base endpoint at http://127.0.0.1:1/v1: "
-        r"unreachable after 3 attempts",
+        r"unreachable after " + said,
     ):
         await endpoint.complete(ChatRequest([{"role": "user", "content": "x"}], 1))
-    assert len(calls) == 3
+    assert len(calls) == retries + 1
 
 
 async def test_endpoint_does_not_retry_client_errors(monkeypatch):
