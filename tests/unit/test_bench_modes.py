@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from langchain_specreason import SpecReasonConfig
 from langchain_specreason.cli import build_parser, main
 from langchain_specreason.errors import ConfigError, ServeError
 from langchain_specreason.lab.bench.command import default_out, make_plan
@@ -263,3 +264,33 @@ def test_the_bench_judge_defaults_to_the_librarys():
 
     args = build_parser().parse_args(["bench", *URLS, "--modes", "specreason"])
     assert args.judge == DEFAULT_JUDGE
+
+
+def _plan_with(tmp_path, *flags: str):
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"question": "1+1?", "answer": "2"}\n')
+    args = build_parser().parse_args(
+        ["bench", *URLS, "--dataset", str(path), "--modes", "specreason", *flags]
+    )
+    return make_plan(args)
+
+
+def test_the_learned_judge_takes_its_threshold_on_its_own_scale(tmp_path):
+    """--logprob-threshold feeds learned_threshold (0-1): it was checked as a log-probability
+    (<= 0), so `bench --judge learned` could get no valid threshold but 0."""
+    plan = _plan_with(tmp_path, "--judge", "arithmetic+learned", "--logprob-threshold", "0.8")
+    [run] = plan.groups[0][1]
+    assert plan.settings.config(run).learned_threshold == 0.8
+    # without the flag: the learned judge's own default, not the likelihood's -0.55
+    [run] = _plan_with(tmp_path, "--judge", "learned").groups[0][1]
+    assert run.threshold == SpecReasonConfig().learned_threshold
+    with pytest.raises(ConfigError, match="learned_threshold"):
+        _plan_with(tmp_path, "--judge", "learned", "--logprob-threshold=-0.5")
+    # a log-probability judge keeps its scale and default
+    [run] = _plan_with(tmp_path, "--judge", "likelihood").groups[0][1]
+    assert run.threshold == SpecReasonConfig().likelihood_threshold
+    with pytest.raises(ConfigError, match="likelihood_threshold"):
+        _plan_with(tmp_path, "--judge", "likelihood", "--logprob-threshold", "0.8")
+    # both scales in one benchmark: no default fits both
+    with pytest.raises(ConfigError, match="learned judge's threshold is a probability"):
+        _plan_with(tmp_path, "--judge", "likelihood,learned")

@@ -113,8 +113,9 @@ def add_parser(subparsers: Any) -> None:
     )
     runs.add_argument(
         "--logprob-threshold",
-        default=str(config_default("likelihood_threshold")),
-        help="likelihood/confidence judges: log-probability threshold(s) <= 0; "
+        help="likelihood/confidence judges: log-probability threshold(s) <= 0 (default "
+        f"{config_default('likelihood_threshold')}); learned judge: P(harmless) 0-1 "
+        f"(default {config_default('learned_threshold')}); "
         "write --logprob-threshold=-0.5,-1 for a list",
     )
     runs.add_argument(
@@ -237,6 +238,44 @@ def check_config_file(config: SpecReasonConfig, runs: list[Run], settings: Bench
             )
 
 
+def judge_thresholds(text: str | None, judges: list[str]) -> list[float]:
+    """The values of ``--logprob-threshold``, checked on the scale of the judges that read it.
+
+    ``likelihood``/``confidence`` read a log-probability (<= 0), ``learned`` a P(harmless)
+    (0-1): each value must be valid for every such judge in ``judges``. Without the flag, the
+    judges' default (``likelihood_threshold``'s, or ``learned_threshold``'s when only learned
+    judges read it). ConfigError naming the field otherwise.
+    """
+    fields = {
+        field
+        for judge in judges
+        if (field := THRESHOLD_FIELDS.get(parse_judge(judge)[-1])) not in (None, "threshold")
+    }
+    learned = "learned_threshold" in fields
+    if text is None:
+        if learned and len(fields) > 1:
+            raise ConfigError(
+                "--logprob-threshold: the learned judge's threshold is a probability (0-1), "
+                "the other judges' a log-probability (<= 0); give the learned judge a "
+                "benchmark of its own, or a value valid for both"
+            )
+        text = str(config_default("learned_threshold" if learned else "likelihood_threshold"))
+    if not learned:
+        return parse_logprob_thresholds(text)
+    values: list[float] = []
+    for part in filter(None, (item.strip() for item in text.split(","))):
+        try:
+            value = float(part)
+        except ValueError:
+            raise ConfigError(f"--logprob-threshold {part!r} is not a number") from None
+        for field in sorted(fields):
+            SpecReasonConfig(**{field: value})  # raises ConfigError naming the field
+        values.append(value)
+    if not values:
+        raise ConfigError("--logprob-threshold is empty; give a number or a comma list")
+    return list(dict.fromkeys(values))
+
+
 def make_plan(args: argparse.Namespace) -> Plan:
     """Parse and validate the flags, load the problems (raises typed errors)."""
     from_file = apply_config_file(args)
@@ -248,7 +287,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
         args.oracle_tau,
         args.sd_variant,
         parse_judges(args.judge),
-        parse_logprob_thresholds(args.logprob_threshold),
+        judge_thresholds(args.logprob_threshold, parse_judges(args.judge)),
         args.first_n_base_steps,
     )
     source = ServerSource(
