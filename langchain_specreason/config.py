@@ -18,6 +18,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .agreement.registry import check_rule
 from .errors import ConfigError
 
 ScoreMethod = Literal["greedy", "average"]
@@ -87,6 +88,20 @@ class SpecReasonConfig(BaseModel):
         frozen=True, extra="forbid", use_attribute_docstrings=True, validate_default=True
     )
 
+    verify: Literal["judge", "agree"] = "judge"
+    """How a draft step is checked. ``judge``: the judge reads it (SpecReason). ``agree``: the
+    base model writes its own step at each of the ``steps_ahead`` positions the draft wrote,
+    in one parallel batch, and a draft step is kept where ``agree_rule`` says the two agree;
+    at the first disagreement the base's step is kept (Lookahead Reasoning). No judge runs."""
+    agree_rule: str = "result"
+    """``agree`` mode: the rule comparing the draft's step with the base's (see
+    :mod:`~.agreement`): ``result`` (the last quantity), ``numbers``, ``text``."""
+    agree_overlap: float = Field(0.5, ge=0, le=1)
+    """``agree`` mode, ``result`` and ``numbers`` rules: two steps without any number agree
+    when their words overlap (Jaccard) by at least this."""
+    steps_ahead: int = Field(3, gt=0, le=16)
+    """``agree`` mode: how many steps the draft writes ahead of the trace in a round (the base
+    model writes as many positions in parallel)."""
     judge: str = DEFAULT_JUDGE
     """Which judge decides whether a draft step is accepted (see :data:`JUDGES`); ``a+b`` runs the
     cheap check ``a`` first and asks ``b`` only when ``a`` does not reject."""
@@ -159,6 +174,7 @@ class SpecReasonConfig(BaseModel):
     def _known_judge(self) -> SpecReasonConfig:
         try:
             parse_judge(self.judge)
+            check_rule(self.agree_rule)
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         return self

@@ -32,6 +32,8 @@ from ...config import (
 from ...errors import ConfigError
 from ...serving.profiles import load_profile
 from .datasets import Problem, add_dataset_flags, is_file_dataset, problems_of
+from ..agreement.report import add_parser as add_agreement_parser
+from ..agreement.report import run as run_agreement
 from .judgebench import add_parser as add_judges_parser
 from .judgebench import run_judges
 from .load import add_parser as add_load_parser
@@ -152,7 +154,7 @@ def add_parser(subparsers: Any) -> None:
         "--report-only", action="store_true", help="only regenerate summary and plots of --out"
     )
     output.add_argument("--no-progress", action="store_true", help="no progress bar")
-    sub = p.add_subparsers(dest="bench_command", metavar="{report,judges,labels,load}")
+    sub = p.add_subparsers(dest="bench_command", metavar="{report,judges,agreement,labels,load}")
     report = sub.add_parser("report", help="regenerate summary.md and plots of a result folder")
     report.add_argument("dir", help="the result folder (holding results.jsonl)")
     labels = sub.add_parser(
@@ -162,6 +164,7 @@ def add_parser(subparsers: Any) -> None:
     )
     labels.add_argument("dir", help="a folder `specreason label` wrote (holding labels.jsonl)")
     add_judges_parser(sub)
+    add_agreement_parser(sub)
     add_load_parser(sub)
 
 
@@ -388,6 +391,8 @@ async def run(args: argparse.Namespace) -> int:
         return print_report(Path(args.dir))
     if getattr(args, "bench_command", None) == "judges":
         return await run_judges(args)
+    if getattr(args, "bench_command", None) == "agreement":
+        return run_agreement(args)
     if getattr(args, "bench_command", None) == "labels":
         from ..labels.reliability import write_reliability
 

@@ -1,0 +1,1 @@
+"""`specreason bench agreement`: the agreement rules read on labelled draft steps (no server)."""
