@@ -174,3 +174,6 @@ class SpecReasonState(SpecReasonInput, SpecReasonOutput, total=False):
     """The smaller context window of the two servers (``None``: not reported)."""
     lookahead: PendingStep | None
     """The next draft step, written while ``pending`` was judged and used if it is accepted."""
+    verified: list[PendingStep]
+    """``agree`` mode: the rest of a round's checked positions, joining the trace one by one
+    (agreeing draft steps, then the base's step at the first disagreement)."""

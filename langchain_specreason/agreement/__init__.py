@@ -1,4 +1,4 @@
-"""Agreement rules: does the draft's step say what the base model's own step says?
+"""Agreement rules: whether the draft's step says what the base model's own step says.
 
 The ``agree`` mode (``SpecReasonConfig(verify="agree")``) replaces the judge: the base model
 writes its own step at each position the draft wrote ahead, in one parallel batch, and a rule

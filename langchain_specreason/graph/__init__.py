@@ -9,12 +9,19 @@ The nodes are module-level functions (:mod:`.nodes`, :mod:`.answer`) over pure h
                         |         \\-> rewrite ----/
                         \\-(blank draft)-> rewrite
 
+    agree mode (verify="agree"):
+    START -> start -> verify -> accept | rewrite -> verify | rewrite | answer -> END
+
 * ``start`` checks the conversation and resets the per-run fields;
 * ``draft``: the draft model writes the next step (stops at the delimiter);
 * ``judge``: the judge scores it (:mod:`~.judges`); meanwhile, with ``lookahead``, the draft
   model writes the next step as if this one is accepted (used by ``draft`` if it is);
 * ``accept``: the draft step joins the trace; ``rewrite``: the base model writes the step itself
   (also for the first ``first_n_base_steps`` steps, which are never drafted);
+* ``verify`` (the ``agree`` mode, :mod:`.verify`, instead of ``draft`` and ``judge``): the
+  draft writes ``steps_ahead`` steps while the base model writes its own step at each of those
+  positions in parallel; the agreeing draft steps join the trace (``accept``), then the base's
+  step at the first disagreement (``rewrite``, already written);
 * after each step the stop rules run (:func:`apply_step`): end of message, end of thinking,
   a step repeating a recent one, or the budget spent; then ``answer`` writes the final answer
   (streamed by the base model, or by the draft with ``answer_by="draft"``).
@@ -36,6 +43,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
+from ..agreement import make_rule
 from ..config import SpecReasonConfig
 from ..endpoint import Endpoint
 from ..formats import PromptFormat, get_format
@@ -46,6 +54,7 @@ from .answer import answer
 from .breaker import Breaker
 from .nodes import Parts
 from .steps import apply_step, next_node, step_finish, step_record
+from .verify import after_verify, verify
 
 __all__ = [
     "NODES",
@@ -58,7 +67,7 @@ __all__ = [
     "step_record",
 ]
 
-NODES = ("start", "draft", "judge", "accept", "rewrite", "answer")
+NODES = ("start", "draft", "judge", "verify", "accept", "rewrite", "answer")
 """The graph's node names. Stable: traces, tests and UIs refer to them."""
 
 SpecReasonGraph = CompiledStateGraph[SpecReasonState, None, SpecReasonInput, SpecReasonOutput]
@@ -105,13 +114,15 @@ def create_specreason_graph(
     """
     cfg = config or SpecReasonConfig()
     fmt = get_format(family)
+    agree = cfg.verify == "agree"
     parts = Parts(
         draft=draft,
         base=base,
-        judge=judge or make_judge(cfg, draft, base, fmt),
+        judge=None if agree else judge or make_judge(cfg, draft, base, fmt),
         config=cfg,
         fmt=fmt,
         breaker=Breaker(cfg.draft_cooldown),
+        rule=make_rule(cfg.agree_rule, cfg.as_dict()) if agree else None,
     )
     builder = StateGraph(
         SpecReasonState,
@@ -124,9 +135,15 @@ def create_specreason_graph(
     builder.add_node("judge", partial(nodes.judge, parts=parts))
     builder.add_node("accept", partial(nodes.accept, parts=parts))
     builder.add_node("rewrite", partial(nodes.rewrite, parts=parts))
+    builder.add_node("verify", partial(verify, parts=parts))
     builder.add_node("answer", partial(answer, parts=parts))
     builder.add_edge(START, "start")
-    route: dict[Hashable, str] = {"draft": "draft", "rewrite": "rewrite", "answer": "answer"}
+    route: dict[Hashable, str] = {
+        "draft": "draft",
+        "verify": "verify",
+        "rewrite": "rewrite",
+        "answer": "answer",
+    }
     for node in ("start", "accept", "rewrite"):
         builder.add_conditional_edges(node, partial(nodes.after_step, parts=parts), route)
     builder.add_conditional_edges(
@@ -134,6 +151,9 @@ def create_specreason_graph(
     )
     builder.add_conditional_edges(
         "judge", nodes.after_judge, {"accept": "accept", "rewrite": "rewrite"}
+    )
+    builder.add_conditional_edges(
+        "verify", after_verify, {"accept": "accept", "rewrite": "rewrite"}
     )
     builder.add_edge("answer", END)
     graph = builder.compile(checkpointer=checkpointer, name=name or "specreason")

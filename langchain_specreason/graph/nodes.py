@@ -17,6 +17,7 @@ from typing import Any, cast
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 
+from ..agreement import AgreementRule
 from ..config import SpecReasonConfig
 from ..endpoint import ChatRequest, Completion, Endpoint, WindowedEndpoint
 from ..errors import ContextLengthError, EndpointError
@@ -43,11 +44,14 @@ class Parts:
 
     draft: Endpoint
     base: Endpoint
-    judge: Judge
+    judge: Judge | None
+    """Reads a draft step (``verify="judge"``); None in the ``agree`` mode."""
     config: SpecReasonConfig
     fmt: PromptFormat
     breaker: Breaker = field(default_factory=lambda: Breaker(0.0))
     """Skips a draft server that just failed, across the runs of this graph."""
+    rule: AgreementRule | None = None
+    """Compares the draft's step with the base's (``verify="agree"``)."""
 
     @property
     def stops(self) -> list[str]:
@@ -87,6 +91,7 @@ async def start(state: SpecReasonState, *, parts: Parts) -> dict[str, Any]:
         "steps": [],
         "pending": None,
         "lookahead": None,
+        "verified": [],
         "tokens_used": 0,
         "repeats": 0,
         "stop": None if fit.budget > 0 else "budget",
@@ -171,13 +176,17 @@ async def _window_of(
     return window, await endpoint.count_tokens(conversation, tools=tools)
 
 
-async def _write_draft(
+async def write_draft(
     parts: Parts,
     state: SpecReasonState,
     config: RunnableConfig,
     index: int,
     lookahead: bool = False,
 ) -> tuple[PendingStep, Completion]:
+    """The draft model writes step ``index`` after ``state``'s trace.
+
+    ``lookahead``: the step is written ahead of the trace, and traced as such.
+    """
     request = parts.step_request(state, logprobs=True)  # the confidence judge reads them
     metadata: dict[str, Any] = {"specreason_step": index, "specreason_call": "draft"}
     if lookahead:
@@ -218,18 +227,12 @@ async def draft(state: SpecReasonState, config: RunnableConfig, *, parts: Parts)
     if ready is not None and ready.get("index") == index:
         pending = ready  # drafted while the judge read the previous step
     elif (skipped := parts.breaker.blocked()) is not None:
-        return _fall_back(parts, index, skipped)
+        return fall_back(parts, index, skipped)
     else:
         try:
-            pending, done = await _write_draft(parts, state, config, index)
-        except EndpointError as exc:  # the base model alone can always finish the run
-            # (a ContextLengthError too: the draft's window or tokenizer is not the base's; if
-            # the base cannot take the prompt either, its own call says so)
-            if exc.refused:
-                raise  # a rejected key or an unknown model is a mistake to fix, not an outage
-            if not isinstance(exc, ContextLengthError):  # an outage: later runs skip it too
-                parts.breaker.trip(str(exc))
-            return _fall_back(parts, index, str(exc))
+            pending, done = await write_draft(parts, state, config, index)
+        except EndpointError as exc:
+            return draft_failed(parts, index, exc)
         parts.breaker.reset()
         if index == 0:
             update["input_tokens"] = done.prompt_tokens
@@ -264,7 +267,21 @@ def _judged(verdict: Verdict) -> Traced:
     )
 
 
-def _fall_back(parts: Parts, index: int, reason: str) -> dict[str, Any]:
+def draft_failed(parts: Parts, index: int, exc: EndpointError) -> dict[str, Any]:
+    """The draft server failed at step ``index``: the base model alone can finish the run.
+
+    A ContextLengthError too (the draft's window or tokenizer is not the base's; if the base
+    cannot take the prompt either, its own call says so). A refused call (a rejected key, an
+    unknown model) is a mistake to fix, not an outage: it is raised.
+    """
+    if exc.refused:
+        raise exc
+    if not isinstance(exc, ContextLengthError):  # an outage: later runs skip it too
+        parts.breaker.trip(str(exc))
+    return fall_back(parts, index, str(exc))
+
+
+def fall_back(parts: Parts, index: int, reason: str) -> dict[str, Any]:
     """The base model writes this step and the rest: warned, streamed and in ``draft_down``."""
     warnings.warn(f"{reason}; the base model writes the remaining steps", UserWarning, stacklevel=2)
     get_stream_writer()(
@@ -285,10 +302,16 @@ async def _draft_ahead(
     )
     if next_node(accepted, parts.config) != "draft":
         return None
-    step, _ = await _write_draft(
+    step, _ = await write_draft(
         parts, accepted, config, len(accepted.get("steps") or []), lookahead=True
     )
     return step
+
+
+def _judge(parts: Parts) -> Judge:
+    if parts.judge is None:
+        raise RuntimeError("the judge node runs in the judge mode only")
+    return parts.judge
 
 
 def _context(parts: Parts, state: SpecReasonState, pending: PendingStep) -> StepContext:
@@ -326,7 +349,7 @@ async def judge(state: SpecReasonState, config: RunnableConfig, *, parts: Parts)
                 "specreason_threshold": cfg.judge_threshold(),
             },
             {"step": pending["text"]},
-            lambda: parts.judge.judge(_context(parts, state, pending)),
+            lambda: _judge(parts).judge(_context(parts, state, pending)),
             _judged,
             model=served_model(parts.base),
         )
@@ -466,7 +489,7 @@ def _join(parts: Parts, state: SpecReasonState, record: StepRecord) -> dict[str,
 # that hop cancelled the task after its state writes but before its route was written, so
 # the checkpoint had no next node and a resumed run ended without an answer.
 async def after_step(state: SpecReasonState, *, parts: Parts) -> str:
-    """After ``start``, ``accept`` or ``rewrite``: draft, rewrite, or answer."""
+    """After ``start``, ``accept`` or ``rewrite``: draft (or verify), rewrite, or answer."""
     return next_node(state, parts.config)
 
 

@@ -123,4 +123,4 @@ def next_node(state: SpecReasonState, config: SpecReasonConfig) -> str:
         return "answer"
     if len(state.get("steps") or []) < config.first_n_base_steps or state.get("draft_down"):
         return "rewrite"
-    return "draft"
+    return "verify" if config.verify == "agree" else "draft"
