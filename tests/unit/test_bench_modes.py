@@ -49,7 +49,7 @@ def test_thresholds_sweep_only_specreason_modes():
         Run("specreason+sd", 9.0, "greedy", "sd"),
     ]
     assert Run("specreason", 7.0, "average").label == "specreason t=7 average"
-    assert Run("base").key("p1") == ("base", None, None, None, None, 0, "p1")
+    assert Run("base").key("p1") == ("base", None, None, None, None, 0, None, None, "p1")
 
 
 def test_sd_runs_on_different_speculators_are_different_runs():
@@ -294,3 +294,33 @@ def test_the_learned_judge_takes_its_threshold_on_its_own_scale(tmp_path):
     # both scales in one benchmark: no default fits both
     with pytest.raises(ConfigError, match="learned judge's threshold is a probability"):
         _plan_with(tmp_path, "--judge", "likelihood,learned")
+
+
+def test_agree_modes_run_each_rule_and_steps_ahead_and_configure_the_graph():
+    from langchain_specreason.lab.bench.modes import parse_agree_rules, parse_steps_ahead
+    from langchain_specreason.lab.bench.runner import BenchSettings
+
+    runs = expand_runs(
+        ["base", "agree", "agree+sd"],
+        [7.0],
+        ["greedy"],
+        agree_rules=parse_agree_rules("result,numbers"),
+        steps_ahead=parse_steps_ahead("2,4"),
+    )
+    agree = [r for r in runs if r.mode == "agree"]
+    assert [(r.agree_rule, r.steps_ahead) for r in agree] == [
+        ("result", 2),
+        ("result", 4),
+        ("numbers", 2),
+        ("numbers", 4),
+    ]
+    assert {r.variant for r in runs if r.mode == "agree+sd"} == {"sd"}
+    assert agree[0].label == "agree result steps_ahead=2"
+    assert Run.of({"mode": "agree", "agree_rule": "result", "steps_ahead": 2}) == agree[0]
+    config = BenchSettings().config(agree[3])
+    assert (config.verify, config.agree_rule, config.steps_ahead) == ("agree", "numbers", 4)
+    assert BenchSettings().config(runs[0]).verify == "judge"
+    with pytest.raises(ConfigError, match="unknown agree_rule 'magic'"):
+        parse_agree_rules("magic")
+    with pytest.raises(ConfigError, match="steps_ahead"):
+        parse_steps_ahead("0")

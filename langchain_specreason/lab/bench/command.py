@@ -31,9 +31,9 @@ from ...config import (
 )
 from ...errors import ConfigError
 from ...serving.profiles import load_profile
-from .datasets import Problem, add_dataset_flags, is_file_dataset, problems_of
 from ..agreement.report import add_parser as add_agreement_parser
 from ..agreement.report import run as run_agreement
+from .datasets import Problem, add_dataset_flags, is_file_dataset, problems_of
 from .judgebench import add_parser as add_judges_parser
 from .judgebench import run_judges
 from .load import add_parser as add_load_parser
@@ -48,10 +48,12 @@ from .modes import (
     Run,
     expand_runs,
     group_by_variant,
+    parse_agree_rules,
     parse_judges,
     parse_logprob_thresholds,
     parse_modes,
     parse_score_methods,
+    parse_steps_ahead,
     parse_taus,
     parse_thresholds,
 )
@@ -126,6 +128,18 @@ def add_parser(subparsers: Any) -> None:
         default=config_default("first_n_base_steps"),
         help="SpecReason modes: the base model writes the first N steps itself "
         "(the plan), the draft the rest (default 0)",
+    )
+    runs.add_argument(
+        "--agree-rule",
+        default=config_default("agree_rule"),
+        help="agree modes: agreement rule(s), comma list (default: "
+        f"{config_default('agree_rule')})",
+    )
+    runs.add_argument(
+        "--steps-ahead",
+        default=str(config_default("steps_ahead")),
+        help="agree modes: steps the draft writes ahead in a round; a comma list sweeps "
+        f"(default: {config_default('steps_ahead')})",
     )
     runs.add_argument(
         "--config-file",
@@ -292,6 +306,8 @@ def make_plan(args: argparse.Namespace) -> Plan:
         parse_judges(args.judge),
         judge_thresholds(args.logprob_threshold, parse_judges(args.judge)),
         args.first_n_base_steps,
+        parse_agree_rules(args.agree_rule),
+        parse_steps_ahead(args.steps_ahead),
     )
     source = ServerSource(
         args.profile,

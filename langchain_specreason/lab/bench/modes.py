@@ -10,11 +10,15 @@ mode                      who answers                                         ba
 ``specreason+sd``         SpecReason over the speculative-decoding base        variant
 ``arbitrage``             draft writes, the router escalates to the base      plain + router
 ``oracle``                both write every step, the better-scored is kept    plain
+``agree``                 draft ahead, base writes the positions in parallel,  plain
+                          the agreeing prefix kept (``verify="agree"``)
+``agree+sd``              ``agree`` over the speculative-decoding base         variant
 ========================  ==================================================  ===============
 
 A *run* is one mode at one threshold and score method (thresholds and score methods only
 apply to the SpecReason modes; ``arbitrage`` runs at each router ``tau`` (a probability),
-``oracle`` at its advantage margin, scoring steps with the ``average`` method), and, for the
+``oracle`` at its advantage margin, scoring steps with the ``average`` method; the ``agree``
+modes at each ``agree_rule`` and ``steps_ahead``), and, for the
 ``sd`` modes, one base-server variant (``sd``: the draft_model speculator, ``ngram``: prompt
 lookup), so both speculators' runs can share one folder. Results are keyed by run and problem.
 """
@@ -25,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ...agreement import rule_specs
 from ...config import JUDGES, THRESHOLD_FIELDS, SpecReasonConfig, parse_judge
 from ...errors import ConfigError
 
@@ -36,13 +41,17 @@ MODES: tuple[str, ...] = (
     "specreason+sd",
     "arbitrage",
     "oracle",
+    "agree",
+    "agree+sd",
 )
 SPECREASON_MODES = frozenset({"specreason", "specreason+sd"})
-GRAPH_MODES = frozenset({"specreason", "specreason+sd", "arbitrage", "oracle"})
-"""Modes answered by the SpecReason graph (with one judge or another)."""
+AGREE_MODES = frozenset({"agree", "agree+sd"})
+"""Modes of the graph's ``agree`` verification (no judge; a rule and ``steps_ahead``)."""
+GRAPH_MODES = frozenset({"specreason", "specreason+sd", "arbitrage", "oracle", *AGREE_MODES})
+"""Modes answered by the SpecReason graph (with one judge or another, or by agreement)."""
 ROUTER_MODES = frozenset({"arbitrage"})
 """Modes that need the router server."""
-SD_MODES = frozenset({"sd", "specreason+sd"})
+SD_MODES = frozenset({"sd", "specreason+sd", "agree+sd"})
 SCORE_METHODS: tuple[str, ...] = ("greedy", "average")
 DEFAULT_SD_VARIANT = "sd"
 """The profile variant the ``sd`` modes use unless told otherwise (``--sd-variant``)."""
@@ -65,6 +74,10 @@ class Run:
     first_n_base_steps: int = 0
     """SpecReason modes: the base model writes the first this many steps itself (the config's
     own name, end to end), e.g. the plan of the solution."""
+    agree_rule: str | None = None
+    """``agree`` modes: the config's ``agree_rule``."""
+    steps_ahead: int | None = None
+    """``agree`` modes: the config's ``steps_ahead``."""
 
     @property
     def setting(self) -> str | None:
@@ -92,6 +105,8 @@ class Run:
             mode = f"{mode} {self.judge}"
         if self.first_n_base_steps:
             mode = f"{mode} first_n_base_steps={self.first_n_base_steps}"
+        if self.agree_rule is not None:
+            mode = f"{mode} {self.agree_rule} steps_ahead={self.steps_ahead}"
         if self.threshold is None:
             return mode
         if self.mode not in SPECREASON_MODES:
@@ -101,7 +116,9 @@ class Run:
 
     def key(
         self, problem_id: str
-    ) -> tuple[str, float | None, str | None, str | None, str | None, int, str]:
+    ) -> tuple[
+        str, float | None, str | None, str | None, str | None, int, str | None, int | None, str
+    ]:
         """The resume key of this run on one problem."""
         return (
             self.mode,
@@ -110,15 +127,19 @@ class Run:
             self.variant,
             self.judge,
             self.first_n_base_steps,
+            self.agree_rule,
+            self.steps_ahead,
             str(problem_id),
         )
 
-    def sort_key(self) -> tuple[int, str, int, float, str, str]:
+    def sort_key(self) -> tuple[int, str, int, str, int, float, str, str]:
         """Table order: modes in :data:`MODES` order, then threshold, score method, variant."""
         return (
             MODES.index(self.mode) if self.mode in MODES else len(MODES),
             self.judge or "",
             self.first_n_base_steps,
+            self.agree_rule or "",
+            self.steps_ahead or 0,
             -1.0 if self.threshold is None else self.threshold,
             self.score_method or "",
             self.variant or "",
@@ -138,6 +159,8 @@ class Run:
             variant,
             None if judge in (None, "score") else str(judge),
             int(record.get("first_n_base_steps") or 0),
+            record.get("agree_rule"),
+            None if record.get("steps_ahead") is None else int(record["steps_ahead"]),
         )
 
 
@@ -240,6 +263,24 @@ def parse_judges(text: str) -> list[str]:
     return names
 
 
+def parse_agree_rules(text: str) -> list[str]:
+    """Agreement rules of a comma list; ConfigError if unknown."""
+    return parse_choices(text, rule_specs(), noun="agree_rule")
+
+
+def parse_steps_ahead(text: str) -> list[int]:
+    """``steps_ahead`` values of a comma list; ConfigError naming the field when out of range."""
+    values = []
+    for part in _items(text):
+        if not part.isdigit():
+            raise ConfigError(f"steps_ahead {part!r} is not a whole number")
+        SpecReasonConfig(steps_ahead=int(part))  # raises ConfigError naming the field
+        values.append(int(part))
+    if not values:
+        raise ConfigError("--steps-ahead is empty; give a number or a comma list")
+    return list(dict.fromkeys(values))
+
+
 def parse_logprob_thresholds(text: str) -> list[float]:
     """Log-probability thresholds of a comma list (each <= 0)."""
     return _parse_numbers(
@@ -260,14 +301,18 @@ def expand_runs(
     judges: Iterable[str] = ("score",),
     logprob_thresholds: Iterable[float] = (-0.5,),
     first_n_base_steps: int = 0,
+    agree_rules: Iterable[str] = ("result",),
+    steps_ahead: Iterable[int] = (3,),
 ) -> list[Run]:
     """The runs of a plan, in the given mode order.
 
     One per baseline mode; for SpecReason modes one per judge and, for the ``score`` judge,
     per threshold and score method, for ``likelihood``/``confidence`` per log-probability
     threshold (``arithmetic`` alone has none); one per ``tau`` for ``arbitrage``; one for
-    ``oracle``. The ``sd`` modes run on ``sd_variant``.
+    ``oracle``; one per agreement rule and ``steps_ahead`` for the ``agree`` modes. The ``sd``
+    modes run on ``sd_variant``.
     """
+    agree_rules, steps_ahead = list(agree_rules), list(steps_ahead)
     thresholds, score_methods, taus = list(thresholds), list(score_methods), list(taus)
     logprob_thresholds = list(logprob_thresholds)
     runs: list[Run] = []
@@ -294,6 +339,12 @@ def expand_runs(
             runs += [Run(mode, tau) for tau in taus]
         elif mode == "oracle":
             runs.append(Run(mode, oracle_tau, "average"))
+        elif mode in AGREE_MODES:
+            runs += [
+                Run(mode, variant=variant, agree_rule=rule, steps_ahead=n)
+                for rule in agree_rules
+                for n in steps_ahead
+            ]
         else:
             runs.append(Run(mode, variant=variant))
     return runs

@@ -21,7 +21,9 @@ RESULTS = "results.jsonl"
 RUNS = "runs.jsonl"
 META = "meta.json"
 
-ResultKey = tuple[str, float | None, str | None, str | None, str | None, int, str]
+ResultKey = tuple[
+    str, float | None, str | None, str | None, str | None, int, str | None, int | None, str
+]
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:

@@ -108,6 +108,10 @@ class BenchSettings:
                 judge_settings(run.judge or "score", run.threshold),
                 first_n_base_steps=run.first_n_base_steps,
             )
+        if run.agree_rule is not None:
+            extra.update(verify="agree", agree_rule=run.agree_rule)
+        if run.steps_ahead is not None:
+            extra["steps_ahead"] = run.steps_ahead
         if run.score_method is not None:
             extra["score_method"] = run.score_method
         return SpecReasonConfig(
@@ -270,6 +274,8 @@ class Solver:
             if self.run.mode in SPECREASON_MODES and self.run.judge
             else None,
             "first_n_base_steps": self.run.first_n_base_steps or None,
+            "agree_rule": self.run.agree_rule,
+            "steps_ahead": self.run.steps_ahead,
             "config": self.config.as_dict(),
             "correct": graded.correct,
             "prediction": graded.prediction,
