@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -12,6 +13,7 @@ from langchain_specreason.judges.learned import FEATURES, LearnedJudge, Logistic
 from langchain_specreason.lab.bench import labelreport
 from langchain_specreason.lab.bench.judgereport import auroc
 from langchain_specreason.lab.bench.labelreport import (
+    L2_GRID,
     auroc_interval,
     choose_threshold,
     cross_validated,
@@ -342,3 +344,77 @@ def test_choose_l2_prefers_the_smaller_strength_on_a_tie_and_reads_only_what_it_
         labelreport.choose_l2(only, features, harmful, ["likelihood (mean)"])
         == (labelreport.L2_GRID[0])
     )
+
+
+def test_the_fit_stays_finite_on_separable_steps_under_a_strong_penalty():
+    # few steps and the grid's strongest L2: the plain descent overshot (rate * l2 / n = 83),
+    # its weights ran to inf and the report crashed in fsum (-inf + inf)
+    xs = [[-4.0 + 0.1 * i, 0.5] for i in range(3)] + [[-0.5 + 0.1 * i, 0.5] for i in range(3)]
+    ys = [False] * 3 + [True] * 3  # separable by the first reading; the second is constant
+    model = fit_logistic(xs, ys, names=["likelihood (min)", "arithmetic"], l2=max(L2_GRID))
+    assert all(math.isfinite(v) for v in (*model.weights, model.bias))
+    assert model.weights[0] > 0 and model.weights[1] == 0.0  # constant: no weight
+    assert model.predict([-0.5, 0.5]) > model.predict([-4.0, 0.5])
+    with pytest.raises(ValueError, match="l2 must be > 0"):
+        fit_logistic(xs, ys, names=["likelihood (min)", "arithmetic"], l2=0.0)
+
+
+def test_the_fit_reads_infinite_readings_at_its_clip():
+    inf = float("inf")
+    xs = [[-inf], [-3.0], [-2.5], [-0.5], [-0.4], [-0.3]]
+    model = fit_logistic(xs, [False, False, False, True, True, True], names=["likelihood (min)"])
+    assert math.isfinite(model.means[0]) and math.isfinite(model.scales[0])
+    assert model.predict([-inf]) <= model.predict([-3.0]) < model.predict([-0.3])
+
+
+def _odd_results() -> list[dict]:
+    """12 labelled steps (few problems) with -inf and NaN readings and constant features."""
+    rows = labelled_results()
+    rows[0]["scores"]["min"] = float("-inf")  # likelihood of e0: a token of probability 0
+    rows[9]["scores"]["min"] = float("-inf")  # e3
+    rows[4]["scores"]["mean"] = float("nan")  # confidence of e1
+    return rows
+
+
+def test_a_labels_report_is_rebuilt_from_results_alone_on_odd_input(tmp_path):
+    """The session that hit `-inf + inf in fsum` after 15 minutes of calls: the report now
+    comes, says what it did, and is rebuilt without any server (`--report-only`)."""
+    from langchain_specreason.cli import main
+
+    (tmp_path / "results.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in _odd_results()), encoding="utf-8"
+    )
+    assert main(["bench", "judges", "--report-only", "--out", str(tmp_path)]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    learned = summary["judges"]["learned"]
+    assert learned["n"] == 11 and 0.5 < learned["auroc"] <= 1.0  # e1 lacks a reading
+    assert all(math.isfinite(v) for v in summary["learned_weights"]["weights"])
+    notes = " ".join(summary["notes"])
+    assert "likelihood (min): 2" in notes and "clip" in notes
+    assert "constant" in notes and "arithmetic" in notes
+    assert "NaN readings left out" in notes and "confidence: 1" in notes
+    assert summary["judges"]["confidence"]["n"] == 11  # e1's NaN is no reading
+    assert "Notes:" in (tmp_path / "summary.md").read_text()
+    # a held-out folder is rebuilt with the dev folder its meta.json names
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "results.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in labelled_results(shift=-0.05)), encoding="utf-8"
+    )
+    (held / "meta.json").write_text(json.dumps({"settings": {"fit_on": str(tmp_path)}}))
+    assert main(["bench", "judges", "--report-only", "--out", str(held)]) == 0
+    assert json.loads((held / "summary.json").read_text())["fit_on_dev"] is True
+
+
+def test_report_only_refuses_a_folder_without_results(tmp_path, capsys):
+    from langchain_specreason.cli import main
+
+    assert main(["bench", "judges", "--report-only", "--out", str(tmp_path)]) == 2
+    assert "no results.jsonl" in capsys.readouterr().err
+
+
+def test_a_labels_report_with_one_label_says_the_fit_was_skipped():
+    harmless_only = [r for r in labelled_results() if r["kind"] == "harmless"]
+    summary = summarise_labels(harmless_only)
+    assert summary["learned_weights"] is None and "learned" not in summary["judges"]
+    assert any("one label only" in n for n in summary["notes"])

@@ -4,6 +4,7 @@
 
     specreason bench judges --profile cpu --limit 100 --out benchmarks/judges-cpu
     specreason bench judges --draft-url URL --base-url URL --measures likelihood,arithmetic
+    specreason bench judges --report-only --out DIR     # the report again, no server
 
 Data: GSM8K *train* gold solutions (:mod:`.judgedata`): per problem, the gold step k after gold
 steps 1..k-1, and the same step corrupted three ways (arithmetic, operand, operation). With
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import sys
 import time
 from datetime import UTC, datetime
@@ -53,7 +55,7 @@ from .judgereport import write_judge_report
 from .meta import MetaFile
 from .modes import parse_choices
 from .prompts import build_prompt
-from .results import JsonlAppender, read_records
+from .results import META, JsonlAppender, read_records
 from .servers import (
     ServerPair,
     ServerSource,
@@ -120,6 +122,13 @@ def add_parser(subparsers: Any) -> None:
         "reported on these labels",
     )
     p.add_argument("--out", default="runs/judges", help="result folder; reuse one to resume")
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="only rebuild summary.md, summary.json and roc.png of --out from its "
+        "results.jsonl (no server); a labelled folder takes --fit-on, or the one its "
+        "meta.json names",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -248,8 +257,35 @@ async def step_tokens(base: OpenAIEndpoint, fmt: PromptFormat, example: JudgeExa
     return len(b) - len(a)
 
 
+def rebuild_report(out: Path, fit_on: Path | None = None) -> list[Path]:
+    """The report of a judge-benchmark folder from its ``results.jsonl`` alone (no server).
+
+    Labelled results (kinds ``harmful``/``harmless``) get the label report, with thresholds
+    chosen on ``fit_on`` or, without it, on the ``fit_on`` folder ``meta.json`` records;
+    synthetic ones the corruption report. ConfigError when a folder is missing.
+    """
+    if not (out / RESULTS).is_file():
+        raise ConfigError(f"--report-only: no {RESULTS} in {out}")
+    records = read_records(out / RESULTS)
+    if not any(r.get("kind") in ("harmful", "harmless") for r in records):
+        return write_judge_report(out)
+    if fit_on is None and (out / META).is_file():
+        recorded = (json.loads((out / META).read_text()).get("settings") or {}).get("fit_on")
+        fit_on = Path(recorded) if recorded else None
+    if fit_on is not None and not (fit_on / RESULTS).is_file():
+        raise ConfigError(f"--report-only: the dev folder {fit_on} has no {RESULTS}")
+    from .labelreport import write_label_report
+
+    return write_label_report(out, fit_on)
+
+
 async def run_judges(args: argparse.Namespace) -> int:
     """``specreason bench judges``: run the unfinished (measure, example) pairs, then report."""
+    if getattr(args, "report_only", False):
+        fit = getattr(args, "fit_on", None)
+        for path in rebuild_report(Path(args.out), Path(fit) if fit else None):
+            print(path)
+        return 0
     measures = parse_measures(args.measures)
     if args.limit is None or args.limit <= 0:
         raise ConfigError(f"--limit must be a positive integer, got {args.limit}")

@@ -18,6 +18,10 @@ readings of :data:`.judgereport.VARIANTS` it composes:
 Every AUROC comes with a 95% interval from a bootstrap over *problems* (:func:`auroc_interval`):
 the steps of one problem share a trace and are not independent.
 
+Odd input does not stop the report: infinite readings are read at the fit's clip, constant
+ones get weight 0, NaN readings are left out, a fit without both labels is skipped, and the
+report's notes say which happened (:func:`learned_notes`).
+
 Thresholds: with ``--fit-on DEV``, each reading's threshold is chosen on the dev results (the
 one rejecting the most harmful steps while keeping at least :data:`KEEP_HARMLESS` of the
 harmless ones) and only then applied here; without it, the library's default threshold.
@@ -26,6 +30,7 @@ harmless ones) and only then applied here; without it, the library's default thr
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -43,7 +48,14 @@ from .judgereport import (
     roc_points,
     variant_scores,
 )
-from .learned import LogisticModel, example_features, fit_logistic
+from .learned import (
+    CLIP,
+    LogisticModel,
+    constant_features,
+    example_features,
+    fit_logistic,
+    nonfinite_counts,
+)
 from .results import read_records
 from .stats import percentile_95
 
@@ -93,7 +105,64 @@ def all_scores(
     if model is not None:
         _names, features = example_features(out, model.names)
         out[LEARNED] = {e: model.predict(x) for e, x in features.items()}
+    # a NaN reading (inf - inf in `disagreement`, a NaN in a results file) is no reading
+    out = {k: {e: x for e, x in v.items() if not math.isnan(x)} for k, v in out.items()}
     return {k: v for k, v in out.items() if v}
+
+
+def nan_readings(records: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Reading -> how many of its steps read NaN (left out of it by :func:`all_scores`)."""
+    out = {variant: variant_scores(records, variant) for variant in VARIANTS}
+    lik, conf = out["likelihood (mean)"], out["confidence (mean)"]
+    out[DISAGREEMENT] = {e: lik[e] - conf[e] for e in lik if e in conf}
+    counts = {k: sum(math.isnan(x) for x in v.values()) for k, v in out.items()}
+    return {judge_name(k): c for k, c in counts.items() if c}
+
+
+def learned_notes(
+    fitted_on: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]]
+) -> list[str]:
+    """What the report did with odd input, in words, for its notes.
+
+    On the ``learned`` fit's steps (``fitted_on``: the dev results, or these) and the NaN
+    readings of ``records``: a fit skipped (no step with every reading; one label only),
+    infinite readings (read at the clip), constant readings (weight 0), NaN readings (left
+    out)
+    """
+    notes = []
+    names, features = example_features(all_scores(fitted_on))
+    harmful = harmful_of(fitted_on)
+    xs = list(features.values())
+    ys = [not harmful[e] for e in features]
+    if not features:
+        notes.append(
+            "`learned` not fitted: no step has the readings it reads "
+            "(the likelihood, confidence and arithmetic measures)"
+        )
+    elif all(ys) or not any(ys):
+        notes.append("`learned` not fitted: the steps it would be fitted on hold one label only")
+    else:
+        infinite = nonfinite_counts(xs, names)
+        if infinite:
+            notes.append(
+                "`learned`: infinite readings on the steps it is fitted on ("
+                + ", ".join(f"{n}: {c}" for n, c in infinite.items())
+                + f") are read at the fit's clip, {CLIP:g} standard deviations of the finite "
+                "values"
+            )
+        constant = constant_features(xs, names)
+        if constant:
+            notes.append(
+                "`learned`: constant on the steps it is fitted on, so weight 0: "
+                + ", ".join(constant)
+            )
+    nans = nan_readings(records)
+    if nans:
+        notes.append(
+            "NaN readings left out (the n column counts the rest): "
+            + ", ".join(f"{n}: {c}" for n, c in nans.items())
+        )
+    return notes
 
 
 def fit_tuned(dev: Sequence[dict[str, Any]]) -> tuple[LogisticModel, float] | None:
@@ -320,6 +389,12 @@ def summarise_labels(
         if LEARNED in scores:
             ok, bad = split(scores[LEARNED], harm)
             learned_threshold = choose_threshold(ok, bad) if ok else None
+    notes = learned_notes(dev or records, records)
+    if not dev and LEARNED not in scores and not any("not fitted" in n for n in notes):
+        notes.append(
+            "`learned` not read out of fold: a fold's training steps hold one label only "
+            "(too few problems)"
+        )
     return {
         "fit_on_dev": bool(dev),
         "keep_harmless_target": KEEP_HARMLESS,
@@ -328,6 +403,7 @@ def summarise_labels(
         "learned_threshold": learned_threshold if model else None,
         "learned_l2": learned_l2,
         "judges": judges,
+        "notes": notes,
     }
 
 
@@ -405,6 +481,9 @@ def markdown(summary: dict[str, Any], title: str) -> str:
                 else "– | – |"
             )
         )
+    notes = summary.get("notes") or []
+    if notes:
+        lines += ["", "Notes:", ""] + [f"- {note}" for note in notes]
     return "\n".join(lines) + "\n"
 
 

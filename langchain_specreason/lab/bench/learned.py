@@ -29,6 +29,47 @@ def example_features(
     return present, {e: [float(scores[n][e]) for n in present] for e in sorted(common)}
 
 
+CLIP = 6.0
+"""Standardised values are clipped to [-CLIP, CLIP] (here and in :meth:`LogisticModel.predict`)."""
+
+
+def column_stats(col: Sequence[float]) -> tuple[float, float]:
+    """(mean, scale) of a feature over its finite values; (0, 1) when it has none.
+
+    A constant feature gets scale 1 (it standardises to 0 and its weight stays 0).
+    """
+    finite = [v for v in col if math.isfinite(v)]
+    if not finite:
+        return 0.0, 1.0
+    n = len(finite)
+    mean = math.fsum(v / n for v in finite)  # v / n: no overflow for huge values
+    spread = math.sqrt(math.fsum((v - mean) * (v - mean) / n for v in finite))
+    return mean, spread if math.isfinite(spread) and spread > 0 else 1.0
+
+
+def standardised(value: float, mean: float, scale: float) -> float:
+    """``(value - mean) / scale`` clipped to [-CLIP, CLIP]; +-inf at the clip, NaN at 0."""
+    if math.isnan(value):
+        return 0.0
+    return max(-CLIP, min(CLIP, (value - mean) / scale))
+
+
+def nonfinite_counts(xs: Sequence[Sequence[float]], names: Sequence[str]) -> dict[str, int]:
+    """Feature name -> how many of ``xs`` hold an infinite or NaN value of it (those > 0)."""
+    counts = {name: sum(not math.isfinite(x[j]) for x in xs) for j, name in enumerate(names)}
+    return {name: count for name, count in counts.items() if count}
+
+
+def constant_features(xs: Sequence[Sequence[float]], names: Sequence[str]) -> list[str]:
+    """Features whose finite values on ``xs`` are all one value (they carry no signal)."""
+    out = []
+    for j, name in enumerate(names):
+        finite = {x[j] for x in xs if math.isfinite(x[j])}
+        if len(finite) <= 1:
+            out.append(name)
+    return out
+
+
 def fit_logistic(
     xs: Sequence[Sequence[float]],
     ys: Sequence[bool],
@@ -40,44 +81,40 @@ def fit_logistic(
 ) -> LogisticModel:
     """Fit by gradient descent on standardised features with an L2 penalty (deterministic).
 
-    Standardised values are clipped to [-6, 6] (here and in :meth:`LogisticModel.predict`),
-    so an outlier cannot swamp the fit.
+    Means and scales come from each feature's finite values; standardised values are clipped to
+    [-CLIP, CLIP] (here and in :meth:`LogisticModel.predict`), so an outlier cannot swamp the
+    fit, an infinite value (a log-probability of -inf) reads as the clip and a NaN as the
+    mean. With ``l2 > 0`` the weights stay finite on separable labels too; the step on the
+    penalty is at most 1 (``rate * l2 / n``, shrinking by a smaller one when a strong penalty
+    meets few examples), so a strong penalty on few steps cannot make the descent diverge.
     """
     if not xs:
         raise ValueError("no example to fit")
+    if l2 <= 0:
+        raise ValueError(f"l2 must be > 0 (separable labels would have no finite fit), got {l2}")
     width = len(xs[0])
-    rows = [list(x) for x in xs]
-    means, scales = [], []
-    for j in range(width):
-        col = [r[j] for r in rows]
-        m = math.fsum(col) / len(col)
-        s = math.sqrt(math.fsum((v - m) ** 2 for v in col) / len(col)) or 1.0
-        means.append(m)
-        scales.append(s)
-    z = [[(r[j] - means[j]) / scales[j] for j in range(width)] for r in rows]
-    z = [[max(-6.0, min(6.0, v)) for v in r] for r in z]
+    if len(names) != width:
+        raise ValueError(f"{len(names)} names for {width} features")
+    stats = [column_stats([x[j] for x in xs]) for j in range(width)]
+    z = [[standardised(x[j], *stats[j]) for j in range(width)] for x in xs]
     w = [0.0] * width
     positives = sum(ys)
     b = math.log((positives + 0.5) / (len(ys) - positives + 0.5))
     n = len(ys)
+    rate = min(rate, n / l2)  # rate * l2 / n <= 1: the penalty shrinks, never overshoots
     for _ in range(steps):
         gw = [l2 * wj / n for wj in w]
         gb = 0.0
         for r, y in zip(z, ys, strict=True):
-            p = 1.0 / (
-                1.0
-                + math.exp(
-                    -max(
-                        -60.0, min(60.0, b + math.fsum(wj * v for wj, v in zip(w, r, strict=True)))
-                    )
-                )
-            )
+            logit = b + math.fsum(wj * v for wj, v in zip(w, r, strict=True))
+            p = 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))
             err = p - float(y)
             gb += err / n
             for j in range(width):
                 gw[j] += err * r[j] / n
         w = [wj - rate * g for wj, g in zip(w, gw, strict=True)]
         b -= rate * gb
-    if len(names) != width:
-        raise ValueError(f"{len(names)} names for {width} features")
+    if not all(math.isfinite(v) for v in (*w, b)):
+        raise ValueError(f"the logistic fit did not converge (weights {w}, bias {b})")
+    means, scales = zip(*stats, strict=True)
     return LogisticModel(tuple(names), tuple(means), tuple(scales), tuple(w), b)
