@@ -126,6 +126,7 @@ TOOLS: tuple[tuple[str, str, str], ...] = (
     ("arbitrage", "langchain_specreason.lab.training.command", "the Arbitrage router"),
     ("label", "langchain_specreason.lab.labels.command", "step labelling"),
     ("tune", "langchain_specreason.lab.bench.tune", "tuning a setting for your pair"),
+    ("probe", "langchain_specreason.lab.probe.command", "probing whether speculation can pay"),
 )
 """Subcommands whose modules need extras: (name, module with ``add_parser``, what it is)."""
 
@@ -201,6 +202,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from ..lab.bench.tune import run_tune
 
         return asyncio.run(run_tune(args))
+    if args.command == "probe":
+        from ..lab.probe.command import run_probe
+
+        return asyncio.run(run_probe(args))
     if args.command == "label":
         from ..lab.labels.command import run as run_label
 

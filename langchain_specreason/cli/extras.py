@@ -36,6 +36,7 @@ COMMAND_EXTRA: dict[str, str] = {
     "label": "bench",
     "arbitrage": "arbitrage",
     "tune": "bench",
+    "probe": "bench",
 }
 """The extra that installs everything a subcommand needs (it includes smaller ones)."""
 

@@ -272,6 +272,12 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("--budget", type=int, default=1024, help="reasoning tokens (default 1024)")
     p.add_argument("--answer-max-tokens", type=int, default=512)
+    p.add_argument(
+        "--probe",
+        metavar="SUMMARY",
+        help="a `specreason probe` summary.json: settings whose speed-up ceiling there is at "
+        "most its reference (sd, else the base) are not run",
+    )
     p.add_argument("--out", required=True, help="tune folder; reuse it to resume")
     p.add_argument("--no-progress", action="store_true")
 
@@ -323,6 +329,8 @@ async def run_tune(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     records = read_records(out / RESULTS)
     runs = grid.runs()
+    if args.probe:
+        runs = _probed(runs, args.probe)
     variants: list[str | None] = [None] + ([DEFAULT_SD_VARIANT] if has_sd else [])
     print(
         f"tune: {len(dev)} dev and {len(held)} held-out problems, {len(runs)} settings"
@@ -497,6 +505,28 @@ async def _solve(
             records.append(record)
             wrong[run] = wrong.get(run, 0) + (not record["correct"])
             bar.update(1)
+
+
+def _probed(runs: list[Run], probe: str) -> list[Run]:
+    """``runs`` without the judge-based settings a probe's ceilings rule out (each one said)."""
+    from ..probe.ceilings import below_reference, candidate_ceiling, load_tune_table
+
+    table = load_tune_table(probe)
+    kept = []
+    for run in runs:
+        judge, on_sd = run.judge or "score", run.variant is not None
+        judged = run.mode in ("specreason", "specreason+sd")
+        if judged and below_reference(table, judge, on_sd):
+            print(
+                f"tune: skipped {run.label}: its ceiling "
+                f"{candidate_ceiling(table, judge, on_sd):.2f}x is not above "
+                f"{table['reference']:.2f}x ({probe})",
+                file=sys.stderr,
+                flush=True,
+            )
+        else:
+            kept.append(run)
+    return kept
 
 
 def _header(choice: Choice) -> str:

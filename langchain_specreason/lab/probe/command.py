@@ -1,0 +1,280 @@
+"""``specreason probe``: whether step speculation can pay on a served pair, in minutes.
+
+::
+
+    specreason probe --profile cpu --out runs/probe
+    specreason probe --draft-url URL --base-url URL [--sd-base-url URL] --out runs/probe
+
+It measures each server's decode speed for 1 and N concurrent streams and its prefill speed
+(:mod:`.speeds`), the judge's cost and acceptance on a few drafted steps (:mod:`.judging`),
+turns them into speed-up ceilings (:mod:`.ceilings`) and says which kind of step speculation
+could beat ``sd`` or the base model, and whether ``specreason tune`` is worth running
+(:mod:`.report`). No gold answers and no dataset: the built-in questions, or ``--prompts``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from ...config import DEFAULT_JUDGE, SpecReasonConfig, parse_judge
+from ...endpoint import ChatRequest, Endpoint, endpoint_pair
+from ...errors import ConfigError
+from ...formats import PromptFormat, get_format
+from ...judges import make_judge
+from ...serving.profiles import load_profile
+from ..bench.modes import DEFAULT_SD_VARIANT
+from ..bench.servers import ServerSource, add_server_flags, api_key_of
+from . import report
+from .ceilings import Measured, ceilings, verdict
+from .judging import Drafted, JudgeSample, draft_steps, judge_steps
+from .prompts import BUILTIN, conversation, load_prompts
+from .speeds import Decode, Prefill, decode, fastest, prefill
+
+QUICK: dict[str, Any] = {
+    "max_tokens": 16,
+    "concurrency": "1,2",
+    "repeats": 1,
+    "judge_prompts": 1,
+    "judge_steps": 2,
+    "prefill_tokens": 256,
+}
+"""What ``--quick`` sets (a smoke run: seconds on the ``cpu-test`` pair)."""
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add ``probe`` to the ``specreason`` subcommands."""
+    p = subparsers.add_parser(
+        "probe",
+        help="measure a pair's speeds and say whether step speculation can pay (minutes)",
+        description=__doc__.split("\n\n")[0],
+    )
+    add_server_flags(p, sd=True)
+    p.add_argument(
+        "--no-sd",
+        action="store_true",
+        help="with --profile: do not start the profile's sd variant",
+    )
+    p.add_argument(
+        "--prompts",
+        metavar="FILE",
+        help="your prompts: FILE.jsonl (a string, or an object with a question, prompt or "
+        "problem field, a line) or any other file (one prompt a line); default: 4 built-in "
+        "GSM8K-like questions",
+    )
+    p.add_argument(
+        "--judge", default=DEFAULT_JUDGE, help=f"judge to time (default: {DEFAULT_JUDGE})"
+    )
+    p.add_argument(
+        "--max-tokens", type=int, default=48, help="tokens each decode request writes (48)"
+    )
+    p.add_argument(
+        "--concurrency", default="1,2,4,8", help="concurrent requests measured (1 is always)"
+    )
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=2,
+        help="times each decode measurement runs; the fastest is kept (2)",
+    )
+    p.add_argument(
+        "--judge-prompts",
+        type=int,
+        default=4,
+        help="prompts whose drafted steps are judged (4)",
+    )
+    p.add_argument("--judge-steps", type=int, default=3, help="steps drafted per prompt (3)")
+    p.add_argument("--step-max-tokens", type=int, default=96, help="cap on a drafted step (96)")
+    p.add_argument(
+        "--prefill-tokens", type=int, default=512, help="prompt length of the prefill test"
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke run: " + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in QUICK.items()),
+    )
+    p.add_argument("--out", default="runs/probe", help="folder of summary.json and probe.png")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def concurrencies(text: str) -> list[int]:
+    """The concurrency levels of ``--concurrency`` (sorted, 1 included)."""
+    try:
+        levels = {int(x) for x in text.split(",") if x.strip()}
+    except ValueError:
+        raise ConfigError(f"--concurrency takes a comma list of integers, got {text!r}") from None
+    if any(n < 1 for n in levels):
+        raise ConfigError(f"--concurrency levels must be at least 1, got {text!r}")
+    return sorted(levels | {1})
+
+
+def tune_command(args: argparse.Namespace, summary_path: Path, has_sd: bool) -> str:
+    """The ``specreason tune`` command for the same servers, reading this probe."""
+    if args.draft_url:
+        where = f"--draft-url {args.draft_url} --base-url {args.base_url}"
+        if args.sd_base_url:
+            where += f" --sd-base-url {args.sd_base_url}"
+    else:
+        where = f"--profile {args.profile}"
+    return f"specreason tune {where} --probe {summary_path} --out runs/tune"
+
+
+async def _warm(endpoint: Endpoint) -> None:
+    """One short request, so the first measurement pays no first-request cost."""
+    await endpoint.complete(ChatRequest([{"role": "user", "content": "Hello"}], 2))
+
+
+async def _decodes(
+    endpoint: Endpoint,
+    prompts: Sequence[list[dict[str, Any]]],
+    levels: Sequence[int],
+    args: argparse.Namespace,
+    bar: tqdm[Any],
+) -> list[Decode]:
+    out = []
+    for n in levels:
+        runs = []
+        for _ in range(args.repeats):
+            runs.append(await decode(endpoint, prompts, n, args.max_tokens))
+            bar.update(1)
+        out.append(fastest(runs))
+    return out
+
+
+async def _judged(
+    judge_name: str,
+    config: SpecReasonConfig,
+    draft: Endpoint,
+    base: Endpoint,
+    fmt: PromptFormat,
+    drafted: Sequence[Sequence[Drafted]],
+    bar: tqdm[Any],
+) -> JudgeSample:
+    judge = make_judge(config, draft, base, fmt)
+    judged = []
+    for steps in drafted:
+        judged.extend(await judge_steps(judge, steps))
+        bar.update(1)
+    return JudgeSample.of(judge_name, judged)
+
+
+async def run_probe(args: argparse.Namespace) -> int:
+    """``specreason probe``: returns the exit code."""
+    if args.quick:
+        for key, value in QUICK.items():
+            setattr(args, key, value)
+    for flag in ("max_tokens", "repeats", "judge_prompts", "judge_steps", "step_max_tokens"):
+        if getattr(args, flag) < 1:
+            raise ConfigError(f"--{flag.replace('_', '-')} must be at least 1")
+    if args.max_tokens < 2:
+        raise ConfigError("--max-tokens must be at least 2 (a decode speed needs two tokens)")
+    parse_judge(args.judge)
+    levels = concurrencies(args.concurrency)
+    texts = load_prompts(args.prompts) if args.prompts else list(BUILTIN)
+    prompts = [conversation(t) for t in texts]
+    family = args.family or load_profile(args.profile).family
+    fmt = get_format(family)
+    config = SpecReasonConfig(judge=args.judge)
+    source = ServerSource(
+        args.profile, args.draft_url, args.base_url, args.sd_base_url, api_key=api_key_of(args)
+    )
+    has_sd = bool(args.sd_base_url) or (
+        not source.explicit
+        and not args.no_sd
+        and DEFAULT_SD_VARIANT in load_profile(args.profile).variants
+    )
+    out = Path(args.out)
+    judged_prompts = prompts[: args.judge_prompts]
+    per_base = len(levels) * args.repeats + 1 + len(judged_prompts)
+    total = per_base + len(levels) * args.repeats + 1 + len(judged_prompts) + has_sd * per_base
+    started, clock = datetime.now(UTC), time.perf_counter()
+    decodes: dict[str, list[Decode]] = {}
+    prefills: dict[str, tuple[Prefill, Prefill]] = {}
+    judges: dict[str, JudgeSample] = {}
+    servers: dict[str, Any] = {}
+    with tqdm(
+        total=total, desc="probe", unit="step", disable=args.no_progress, dynamic_ncols=True
+    ) as bar:
+        with source.servers(None) as pair:
+            servers["plain"] = await pair.describe()
+            draft, base = endpoint_pair(pair.draft_url, pair.base_url, api_key=pair.api_key)
+            for endpoint in (draft, base):
+                await _warm(endpoint)
+            for role, endpoint in (("draft", draft), ("base", base)):
+                bar.set_description(f"probe {role} decode")
+                decodes[role] = await _decodes(endpoint, prompts, levels, args, bar)
+                bar.set_description(f"probe {role} prefill")
+                prefills[role] = await prefill(endpoint, texts, args.prefill_tokens)
+                bar.update(1)
+            bar.set_description("probe drafting steps")
+            drafted = []
+            for prompt in judged_prompts:
+                drafted.append(
+                    await draft_steps(
+                        draft,
+                        prompt,
+                        fmt,
+                        config,
+                        steps=args.judge_steps,
+                        step_max_tokens=args.step_max_tokens,
+                    )
+                )
+                bar.update(1)
+            bar.set_description("probe judge")
+            judges["base"] = await _judged(args.judge, config, draft, base, fmt, drafted, bar)
+        if has_sd:
+            with source.servers(DEFAULT_SD_VARIANT) as pair:
+                servers["sd"] = await pair.describe()
+                draft, sd = endpoint_pair(pair.draft_url, pair.base_url, api_key=pair.api_key)
+                await _warm(sd)
+                bar.set_description("probe sd decode")
+                decodes["sd"] = await _decodes(sd, prompts, levels, args, bar)
+                bar.set_description("probe sd prefill")
+                prefills["sd"] = await prefill(sd, texts, args.prefill_tokens)
+                bar.update(1)
+                bar.set_description("probe judge on sd")
+                judges["sd"] = await _judged(args.judge, config, draft, sd, fmt, drafted, bar)
+    steps = {role: {d.concurrency: d.step_s for d in ds} for role, ds in decodes.items()}
+    base_sample = judges["base"]
+    measured = Measured(
+        draft_step_s=steps["draft"],
+        base_step_s=steps["base"],
+        sd_step_s=steps.get("sd"),
+        step_tokens=base_sample.mean_step_tokens or None,
+        judge_s=base_sample.mean_s if base_sample.steps else None,
+        acceptance=base_sample.acceptance,
+        sd_judge_s=judges["sd"].mean_s if "sd" in judges and judges["sd"].steps else None,
+    )
+    found = ceilings(measured)
+    said = verdict(found)
+    command = tune_command(args, out / report.SUMMARY, has_sd)
+    probe = {
+        "started_at": started.isoformat(timespec="seconds"),
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "seconds": round(time.perf_counter() - clock, 1),
+        "judge": args.judge,
+        "family": family,
+        "prompts": args.prompts or "built-in",
+        "prompt_count": len(prompts),
+        "judge_prompts": len(judged_prompts),
+        "judge_steps": args.judge_steps,
+        "step_max_tokens": args.step_max_tokens,
+        "max_tokens": args.max_tokens,
+        "concurrency": levels,
+        "repeats": args.repeats,
+        "prefill_tokens": args.prefill_tokens,
+        "quick": bool(args.quick),
+        "servers": servers,
+    }
+    doc = report.summary(probe, decodes, prefills, judges, found, said, command)
+    path = report.write(doc, out)
+    print(report.table(doc))
+    print(path, file=sys.stderr)
+    return 0

@@ -1,0 +1,255 @@
+"""`specreason probe`: the ceiling arithmetic, the verdict rule, the summary's schema, the
+prompts file, what the decode measurement sends, and tune's `--probe` skip (no server)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from langchain_specreason.endpoint import ChatRequest, Completion
+from langchain_specreason.errors import ConfigError
+from langchain_specreason.lab.bench.tune import Grid, _probed
+from langchain_specreason.lab.probe import report
+from langchain_specreason.lab.probe.ceilings import (
+    Measured,
+    agreement_ceiling,
+    agreement_speedup,
+    below_reference,
+    candidate_ceiling,
+    ceilings,
+    load_tune_table,
+    verdict,
+)
+from langchain_specreason.lab.probe.command import concurrencies
+from langchain_specreason.lab.probe.judging import Judged, JudgeSample
+from langchain_specreason.lab.probe.prompts import BUILTIN, load_prompts
+from langchain_specreason.lab.probe.speeds import Decode, Prefill, decode
+
+from .fakes import ScriptedEndpoint
+
+# A hand-computed case. Draft 0.15 s a token, base 0.45 s: c = 1/3. A step of 30 tokens takes
+# the base 13.5 s; a judge call of 2.7 s is v = 0.2; 80% accepted is r = 0.2.
+# The base batches 2 and 4 for free and 8 at twice the cost. The sd base writes 0.25 s a token
+# alone (sd = 1.8x), 0.5 s at 2 and 1.0 s at 4 (no spare capacity left); its judge call is 5 s.
+HAND = Measured(
+    draft_step_s={1: 0.15, 2: 0.15, 4: 0.15, 8: 0.15},
+    base_step_s={1: 0.45, 2: 0.45, 4: 0.45, 8: 0.9},
+    sd_step_s={1: 0.25, 2: 0.5, 4: 1.0},
+    step_tokens=30.0,
+    judge_s=2.7,
+    acceptance=0.8,
+    sd_judge_s=5.0,
+)
+
+
+def test_judge_ceilings_are_one_over_c_plus_v_and_plus_r():
+    got = ceilings(HAND)
+    assert got.c == pytest.approx(1 / 3)
+    assert got.v == pytest.approx(0.2)
+    assert got.r == pytest.approx(0.2)
+    assert got.judge_full == pytest.approx(1 / (1 / 3 + 0.2))  # 1.875
+    assert got.judge_measured == pytest.approx(1 / (1 / 3 + 0.2 + 0.2))  # 1.364
+
+
+def test_on_the_sd_base_the_judge_ceiling_is_sd_over_its_own_c_v_r():
+    got = ceilings(HAND)
+    assert got.sd == pytest.approx(1.8)
+    assert got.c_sd == pytest.approx(0.6)  # 0.15 / 0.25
+    assert got.v_sd == pytest.approx(5.0 / (30 * 0.25))  # 2/3
+    assert got.judge_sd_full == pytest.approx(1.8 / (0.6 + 2 / 3))  # 1.421
+    assert got.judge_sd_measured == pytest.approx(1.8 / (0.6 + 2 / 3 + 0.2))  # 1.227
+
+
+def test_agreement_rounds_by_hand():
+    # a round of N: N draft steps (N c) then one base batch (b(N)); it keeps min(1 + k, N) steps
+    assert agreement_speedup(1, 2, 1 / 3, 1.0) == pytest.approx(2 / (2 / 3 + 1))  # 1.2
+    assert agreement_speedup(2, 4, 1 / 3, 1.0) == pytest.approx(3 / (4 / 3 + 1))  # 1.286
+    assert agreement_speedup(2, 2, 1 / 3, 1.0) == pytest.approx(2 / (2 / 3 + 1))  # capped at N
+    got = ceilings(HAND)
+    # k = 1: N = 2 gives 1.2, N = 4 gives 2 / (4/3 + 1) = 0.857, N = 8 gives 2 / (8/3 + 2)
+    assert (got.agree[1].n, got.agree[1].speedup) == (2, pytest.approx(1.2))
+    # k = 2: N = 3 was not measured; N = 4 gives 3 / (4/3 + 1) = 1.286
+    assert (got.agree[2].n, got.agree[2].speedup) == (4, pytest.approx(3 / (7 / 3)))
+    # on the sd base the batch costs t_s(N) / t_b: 0.5 / 0.45 at 2, so k = 1 gives 1.125
+    assert (got.agree_sd[1].n, got.agree_sd[1].speedup) == (2, pytest.approx(1.125))
+    assert got.agree_sd[2].speedup == pytest.approx(3 / (4 / 3 + 1.0 / 0.45))  # 0.844
+
+
+def test_no_agreement_ceiling_without_a_batch_large_enough():
+    assert agreement_ceiling(2, 0.15, {1: 0.45, 2: 0.45}, 0.45) is None
+    only_two = ceilings(Measured({1: 0.1, 2: 0.1}, {1: 0.3, 2: 0.3}))
+    assert set(only_two.agree) == {1}
+    assert only_two.v is None and only_two.judge_full is None and only_two.sd is None
+
+
+def test_verdict_against_sd_names_what_beats_it_and_says_tune_is_worth_it():
+    said = verdict(ceilings(HAND))
+    assert (said.reference, said.reference_speedup) == ("sd", pytest.approx(1.8))
+    assert said.above_reference == ("judge_full",)  # 1.875 > 1.8; nothing else is
+    assert "agree_k1" in said.above_base and "judge_sd_measured" in said.above_base
+    assert "agree_sd_k2" not in said.above_base  # 0.844
+    assert said.tune_worth
+    text = report.verdict_text(said, "specreason tune --probe x")
+    assert "can beat sd (1.80x the base): judge, every step accepted" in text
+    assert "tune is worth running" in text and "specreason tune --probe x" in text
+
+
+def test_verdict_says_use_sd_when_no_ceiling_beats_it():
+    faster_sd = Measured({**HAND.draft_step_s}, {**HAND.base_step_s}, {1: 0.2, 2: 0.5, 4: 1.0},
+                         30.0, 2.7, 0.8, 5.0)  # fmt: skip
+    said = verdict(ceilings(faster_sd))
+    assert said.reference == "sd" and said.reference_speedup == pytest.approx(2.25)
+    assert said.above_reference == () and not said.tune_worth
+    text = report.verdict_text(said, "specreason tune")
+    assert "no step speculation can beat sd" in text and "use sd alone" in text
+
+
+def test_without_sd_or_with_a_slow_sd_the_reference_is_the_base():
+    no_sd = Measured(HAND.draft_step_s, HAND.base_step_s, None, 30.0, 2.7, 0.8)
+    said = verdict(ceilings(no_sd))
+    assert (said.reference, said.reference_speedup) == ("base", 1.0)
+    assert said.tune_worth and "judge_full" in said.above_reference
+    slow_sd = Measured(HAND.draft_step_s, HAND.base_step_s, {1: 0.5, 2: 0.5}, 30.0, 2.7, 0.8)
+    assert verdict(ceilings(slow_sd)).reference == "base"
+    # a draft as slow as the base: nothing beats the base, tune is not worth it
+    hopeless = Measured({1: 0.45, 2: 0.45}, {1: 0.45, 2: 0.45}, None, 30.0, 2.7, 1.0)
+    said = verdict(ceilings(hopeless))
+    assert said.above_base == () and not said.tune_worth
+
+
+def _summary(tmp_path):
+    decodes = {
+        role: [Decode(n, steps[n], 0.1, 1.0, 16 * n) for n in sorted(steps)]
+        for role, steps in (("draft", HAND.draft_step_s), ("base", HAND.base_step_s))
+    }
+    cold, cached = Prefill(500, 0, 2.0), Prefill(500, 384, 0.5)
+    judged = [Judged(30, True, 2.7, 200, 128)] * 4 + [Judged(30, False, 2.7, 200, 128)]
+    sample = JudgeSample.of("arithmetic+likelihood", judged)
+    found = ceilings(HAND)
+    doc = report.summary(
+        {"judge": "arithmetic+likelihood", "seconds": 1.0},
+        decodes,
+        {"draft": (cold, cached), "base": (cold, cached)},
+        {"base": sample},
+        found,
+        verdict(found),
+        "specreason tune --probe s.json",
+    )
+    return doc, report.write(doc, tmp_path)
+
+
+def test_summary_json_schema(tmp_path):
+    doc, path = _summary(tmp_path)
+    back = json.loads(path.read_text())
+    assert back == json.loads(json.dumps(doc))
+    assert tuple(back) == report.TOP_KEYS and back["schema"] == report.SCHEMA == 1
+    assert set(back["decode"]) == {"draft", "base"}
+    assert set(back["decode"]["base"][0]) == {
+        "concurrency", "step_s", "tok_s", "aggregate_tok_s", "ttft_s", "wall_s", "tokens"
+    }  # fmt: skip
+    assert back["decode"]["base"][-1]["aggregate_tok_s"] == pytest.approx(8 / 0.9)
+    assert set(back["prefill"]["base"]) == {"cold", "cached"}
+    assert back["prefill"]["base"]["cached"] == {
+        "prompt_tokens": 500, "cached_tokens": 384, "seconds": 0.5, "tok_s": 1000.0
+    }  # fmt: skip
+    assert back["judge"]["base"] == {
+        "judge": "arithmetic+likelihood",
+        "steps": 5,
+        "accepted": 4,
+        "acceptance": 0.8,
+        "mean_s": pytest.approx(2.7),
+        "mean_step_tokens": 30.0,
+        "mean_prompt_tokens": 200.0,
+    }
+    c = back["ceilings"]
+    assert set(c) == {"c", "v", "r", "c_sd", "v_sd", "named", "agree", "agree_sd"}
+    assert set(c["named"]) == {
+        "judge_full", "judge_measured", "agree_k1", "agree_k2", "sd", "judge_sd_full",
+        "judge_sd_measured", "agree_sd_k1", "agree_sd_k2",
+    }  # fmt: skip
+    assert c["agree"]["k2"] == {"n": 4, "speedup": pytest.approx(9 / 7)}
+    assert set(back["verdict"]) == {
+        "reference", "reference_speedup", "above_reference", "above_base", "tune_worth",
+        "tune_command", "text",
+    }  # fmt: skip
+    assert back["verdict"]["tune_worth"] is True
+    assert back["tune"] == {
+        "reference": pytest.approx(1.8),
+        "judge": "arithmetic+likelihood",
+        "plain": {"measured_judge": pytest.approx(1.875), "any_judge": pytest.approx(3.0)},
+        "sd": {
+            "measured_judge": pytest.approx(1.8 / (0.6 + 2 / 3)),
+            "any_judge": pytest.approx(3.0),
+        },
+    }
+    table = report.table(back)
+    assert "judge, every step accepted" in table and "1.88x" in table
+    assert "(N = 4 steps in flight)" in table
+
+
+def test_tune_reads_the_probe_and_skips_settings_that_cannot_beat_its_reference(tmp_path, capsys):
+    _, path = _summary(tmp_path)
+    table = load_tune_table(path)
+    # the probe's own judge (and one deciding with the same last part): its measured ceiling
+    assert candidate_ceiling(table, "likelihood", False) == pytest.approx(1.875)
+    assert not below_reference(table, "likelihood", False)  # 1.875 > 1.8
+    assert below_reference(table, "arithmetic+likelihood", True)  # 1.42 on the sd base
+    assert candidate_ceiling(table, "score", True) == pytest.approx(3.0)  # not measured: 1 / c
+    runs = Grid(("arithmetic+likelihood", "score"), (-0.5,), (0,), (False, True)).runs()
+    kept = _probed(runs, str(path))
+    assert [(r.judge, r.mode) for r in kept] == [
+        ("arithmetic+likelihood", "specreason"),
+        ("score", "specreason"),
+        ("score", "specreason+sd"),
+    ]
+    assert "skipped specreason+sd" in capsys.readouterr().err
+
+
+def test_a_file_that_is_not_a_probe_summary_is_refused(tmp_path):
+    bad = tmp_path / "x.json"
+    bad.write_text('{"schema": 1}')
+    with pytest.raises(ConfigError, match="not a probe summary"):
+        load_tune_table(bad)
+    with pytest.raises(ConfigError, match=r"missing\.json"):
+        load_tune_table(tmp_path / "missing.json")
+
+
+def test_prompts_from_jsonl_or_lines(tmp_path):
+    jsonl = tmp_path / "p.jsonl"
+    jsonl.write_text('{"question": "A?", "answer": "1"}\n\n"B?"\n{"problem": "C?"}\n')
+    assert load_prompts(jsonl) == ["A?", "B?", "C?"]
+    lines = tmp_path / "p.txt"
+    lines.write_text("first question\n\n{not json: a line is a prompt}\n")
+    assert load_prompts(lines) == ["first question", "{not json: a line is a prompt}"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "no known field"}\n')
+    with pytest.raises(ConfigError, match="line 1"):
+        load_prompts(bad)
+    empty = tmp_path / "e.txt"
+    empty.write_text("\n")
+    with pytest.raises(ConfigError, match="no prompt"):
+        load_prompts(empty)
+    assert len(BUILTIN) >= 3
+
+
+def test_concurrency_levels_always_hold_one():
+    assert concurrencies("8,2,4") == [1, 2, 4, 8]
+    with pytest.raises(ConfigError):
+        concurrencies("0,2")
+    with pytest.raises(ConfigError):
+        concurrencies("two")
+
+
+async def test_decode_sends_n_greedy_fixed_length_requests_ignoring_eos():
+    def handler(request: ChatRequest) -> Completion:
+        return Completion(text="a b c d", finish_reason="length", completion_tokens=4)
+
+    server = ScriptedEndpoint("base", handler)
+    prompts = [[{"role": "user", "content": q}] for q in ("one", "two")]
+    got = await decode(server, prompts, 3, 4)
+    assert got.concurrency == 3 and got.tokens == 12
+    assert [r.messages[0]["content"] for r in server.requests] == ["one", "two", "one"]
+    for r in server.requests:
+        assert r.max_tokens == 4 and r.temperature == 0.0
+        assert r.extra_body == {"ignore_eos": True}
