@@ -6,7 +6,22 @@ Each message is one line that says what went wrong and what to do about it; the 
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+
+import openai
+from langchain_core.exceptions import (
+    ContextOverflowError,
+    ModelAPIError,
+    ModelAuthenticationError,
+    ModelConnectionError,
+    ModelError,
+    ModelInvalidRequestError,
+    ModelNotFoundError,
+    ModelPermissionDeniedError,
+    ModelRateLimitError,
+    ModelTimeoutError,
+)
 
 
 def redact_url(url: str) -> str:
@@ -35,17 +50,41 @@ class InputError(SpecReasonError, ValueError):
     """The input cannot be answered (for example an empty conversation)."""
 
 
-class EndpointError(SpecReasonError):
-    """A server call failed after bounded retries. Names the endpoint and its URL."""
+class EndpointError(SpecReasonError, ModelError):
+    """A server call failed after bounded retries. Names the endpoint and its URL.
 
-    def __init__(self, endpoint: str, url: str, reason: str, status: int | None = None) -> None:
+    A :class:`langchain_core.exceptions.ModelError` (``is_retryable`` says whether the same
+    call may succeed later); the subclasses below are langchain-core's matching type and, when
+    the failure came from the openai SDK, the SDK's own (``except openai.RateLimitError``
+    works), with its ``response``, ``status_code`` and ``body``.
+    """
+
+    def __init__(
+        self,
+        endpoint: str,
+        url: str,
+        reason: str,
+        status: int | None = None,
+        *,
+        cause: BaseException | None = None,
+    ) -> None:
         url = redact_url(url)  # the message is logged, traced and checkpointed (draft_down)
         self.endpoint = endpoint
         self.url = url
         self.reason = reason
         self.status = status
         """The HTTP status the server answered with (``None``: no answer, or a malformed one)."""
-        super().__init__(f"{endpoint} endpoint at {url}: {reason}")
+        message = f"{endpoint} endpoint at {url}: {reason}"
+        # not super().__init__: the openai SDK's classes in the MRO need their own arguments
+        Exception.__init__(self, message)
+        self.message = message
+        for name in ("request", "response", "body", "code", "param", "type", "request_id"):
+            setattr(self, name, getattr(cause, name, None))
+        self.status_code = getattr(cause, "status_code", status)
+        """The HTTP status of the failed response, as on the openai SDK's errors."""
+
+    def __reduce__(self) -> Any:  # pickled with its fields (LangGraph checkpoints errors)
+        return (_rebuild, (type(self), self.endpoint, self.url, self.reason, self.status))
 
     @property
     def refused(self) -> bool:
@@ -57,6 +96,81 @@ class EndpointError(SpecReasonError):
         return self.status in (401, 403, 404)
 
 
+def _rebuild(cls: type[EndpointError], *args: Any) -> EndpointError:
+    return cls(*args)
+
+
+class EndpointConnectionError(EndpointError, ModelConnectionError, openai.APIConnectionError):
+    """The server could not be reached (refused, reset, DNS), or its stream broke off."""
+
+
+class EndpointTimeoutError(EndpointError, ModelTimeoutError, openai.APITimeoutError):
+    """The server did not answer in time (``timeout``, ``judge_timeout``, ``connect_timeout``)."""
+
+
+class EndpointAuthenticationError(
+    EndpointError, ModelAuthenticationError, openai.AuthenticationError
+):
+    """HTTP 401: the server rejected the key (``api_key`` / ``draft_api_key``)."""
+
+
+class EndpointPermissionError(
+    EndpointError, ModelPermissionDeniedError, openai.PermissionDeniedError
+):
+    """HTTP 403: the key may not make this request."""
+
+
+class EndpointNotFoundError(EndpointError, ModelNotFoundError, openai.NotFoundError):
+    """HTTP 404: no such model (``base_model`` / ``draft_model``) or route on the server."""
+
+
+class EndpointRequestError(EndpointError, ModelInvalidRequestError, openai.BadRequestError):
+    """HTTP 400 (or another 4xx): the server refused the request as invalid."""
+
+
+class EndpointRateLimitError(EndpointError, ModelRateLimitError, openai.RateLimitError):
+    """HTTP 429 after the retries: the server (or a proxy) is over its rate limit."""
+
+
+class EndpointServerError(EndpointError, ModelAPIError, openai.InternalServerError):
+    """HTTP 5xx (or 408) after the retries: the server failed."""
+
+
+def endpoint_error(
+    endpoint: str,
+    url: str,
+    reason: str,
+    cause: BaseException | None = None,
+    *,
+    status: int | None = None,
+) -> EndpointError:
+    """The :class:`EndpointError` subclass that matches ``cause`` (an openai SDK error).
+
+    ``status`` is kept on the error (``refused`` reads it); the class follows the HTTP status
+    of ``cause`` either way.
+    """
+    code = getattr(cause, "status_code", None)
+    cls: type[EndpointError] = EndpointError
+    if isinstance(cause, openai.APITimeoutError):
+        cls = EndpointTimeoutError
+    elif isinstance(cause, openai.APIConnectionError):
+        cls = EndpointConnectionError
+    elif isinstance(code, int):
+        cls = _BY_STATUS.get(code) or (
+            EndpointServerError if code >= 500 or code == 408 else EndpointRequestError
+        )
+    return cls(endpoint, url, reason, status, cause=cause)
+
+
+_BY_STATUS: dict[int, type[EndpointError]] = {
+    400: EndpointRequestError,
+    401: EndpointAuthenticationError,
+    403: EndpointPermissionError,
+    404: EndpointNotFoundError,
+    429: EndpointRateLimitError,
+}
+
+
 class DeadlineError(SpecReasonError, TimeoutError):
     """A run took longer than its ``deadline``; the run was cancelled with its server calls.
 
@@ -64,8 +178,13 @@ class DeadlineError(SpecReasonError, TimeoutError):
     """
 
 
-class ContextLengthError(EndpointError, InputError):
-    """The prompt does not fit the server's context window (``max_model_len``)."""
+class ContextLengthError(EndpointError, InputError, ContextOverflowError, openai.BadRequestError):
+    """The prompt does not fit the server's context window (``max_model_len``).
+
+    langchain-core's :class:`~langchain_core.exceptions.ContextOverflowError` (what
+    ``SummarizationMiddleware`` catches to summarize and retry) and the SDK's
+    ``openai.BadRequestError``, as the server's HTTP 400 is.
+    """
 
 
 class MissingExtraError(ConfigError, ImportError):
@@ -100,13 +219,26 @@ class ServerDiedError(ServeError):
     """A server process exited before it became healthy. The message quotes its log."""
 
 
+class MemoryPlanError(ServeError):
+    """The servers asked for do not fit the host's memory (or a GPU's): need, available, fixes."""
+
+
 __all__ = [
     "ConfigError",
     "ContextLengthError",
     "DeadlineError",
+    "EndpointAuthenticationError",
+    "EndpointConnectionError",
     "EndpointError",
+    "EndpointNotFoundError",
+    "EndpointPermissionError",
+    "EndpointRateLimitError",
+    "EndpointRequestError",
+    "EndpointServerError",
+    "EndpointTimeoutError",
     "HashMismatchError",
     "InputError",
+    "MemoryPlanError",
     "MissingExtraError",
     "ModelFetchError",
     "PortInUseError",

@@ -42,7 +42,14 @@ from tenacity import (
 
 import langchain_specreason.sync_bridge as sync_bridge  # its loop runs the sync API
 
-from ..errors import ConfigError, ContextLengthError, EndpointError
+from ..errors import (
+    ConfigError,
+    ContextLengthError,
+    EndpointConnectionError,
+    EndpointError,
+    EndpointTimeoutError,
+    endpoint_error,
+)
 from .base import ChatRequest, Classified, Completion, PromptLogprobs
 from .routing import RoutingHeaders
 
@@ -380,37 +387,43 @@ class OpenAIEndpoint:
                     return await fn(*args, **kwargs)
         except openai.APIStatusError as exc:
             if _is_context_error(exc):
-                raise ContextLengthError(self.name, self.base_url, _message(exc)) from exc
+                raise ContextLengthError(
+                    self.name, self.base_url, _message(exc), 400, cause=exc
+                ) from exc
             wait = retry_after(exc)
             if wait is not None and wait > MAX_RETRY_AFTER:
-                raise EndpointError(
+                raise endpoint_error(
                     self.name,
                     self.base_url,
                     f"HTTP {exc.status_code}, and the server asks to retry after {wait:.0f} s "
                     f"(more than {MAX_RETRY_AFTER:.0f} s): {_message(exc)}",
+                    exc,
                 ) from exc
             if _is_transient(exc):
-                raise EndpointError(
+                raise endpoint_error(
                     self.name,
                     self.base_url,
                     f"HTTP {exc.status_code} after {self.max_retries + 1} attempts: "
                     f"{_message(exc)}",
+                    exc,
                 ) from exc
-            raise EndpointError(
+            raise endpoint_error(
                 self.name,
                 self.base_url,
                 f"HTTP {exc.status_code}: {_message(exc)}",
+                exc,
                 status=exc.status_code,
             ) from exc
         except (openai.APIConnectionError, openai.APITimeoutError) as exc:
             what = "timed out" if isinstance(exc, openai.APITimeoutError) else "unreachable"
             tries = self.max_retries + 1
-            raise EndpointError(
+            raise endpoint_error(
                 self.name,
                 self.base_url,
                 f"{what} after {tries} attempt{'s' if tries > 1 else ''} "
                 f"({type(exc).__name__}); "
                 f"is the server running?",
+                exc,
             ) from exc
         except json.JSONDecodeError as exc:  # status 200 with a body that is not JSON
             raise EndpointError(
@@ -448,7 +461,7 @@ class OpenAIEndpoint:
         try:
             page = await self.client.models.list(timeout=self._short)
         except openai.APIError as exc:
-            raise EndpointError(self.name, self.base_url, f"/v1/models: {exc}") from exc
+            raise endpoint_error(self.name, self.base_url, f"/v1/models: {exc}", exc) from exc
         if self.model is None:
             self.model = self._only_model([m.id for m in page.data])
         window = self._listed_window(page.data)
@@ -744,7 +757,7 @@ class OpenAIEndpoint:
             async for chunk in stream:
                 if time.perf_counter() - start > self.timeout:  # a trickle, each read in time
                     await stream.close()
-                    raise EndpointError(
+                    raise EndpointTimeoutError(
                         self.name,
                         self.base_url,
                         f"generation took longer than timeout={self.timeout:g} s in all "
@@ -788,7 +801,7 @@ class OpenAIEndpoint:
                         final.finish_reason = choice.finish_reason
                         final.stop_reason = (choice.model_extra or {}).get("stop_reason")
         except (openai.APIError, httpx.HTTPError, json.JSONDecodeError) as exc:  # not wrapped
-            raise EndpointError(
+            raise (endpoint_error if isinstance(exc, openai.APIError) else EndpointConnectionError)(
                 self.name, self.base_url, f"stream broke off ({type(exc).__name__}: {exc})"
             ) from exc
         if final.finish_reason is None:  # a cut stream would pass for a finished answer
