@@ -1,0 +1,69 @@
+"""`specreason probe` end to end on the cpu-test pair: a quick run writes its files.
+
+Nothing here is timed: the speeds are whatever the shared machine gives; the test checks that
+every measurement, ceiling and the verdict are there and consistent with each other.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_quick_probe_writes_its_summary_plot_and_verdict(servers, tmp_path):
+    prompts = tmp_path / "mine.txt"
+    prompts.write_text("Sam has 3 boxes of 12 eggs and breaks 5. How many eggs are left?\n")
+    out = tmp_path / "probe"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "langchain_specreason.cli",
+            "probe",
+            "--draft-url",
+            servers.draft_url,
+            "--base-url",
+            servers.base_url,
+            "--prompts",
+            str(prompts),
+            "--quick",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads((out / "summary.json").read_text())
+    assert (out / "probe.png").stat().st_size > 0
+    assert list(doc) == ["schema", "probe", "decode", "prefill", "judge", "ceilings", "verdict",
+                         "tune"]  # fmt: skip
+    assert doc["probe"]["prompts"] == str(prompts) and doc["probe"]["quick"] is True
+    assert set(doc["decode"]) == {"draft", "base"}  # no sd server given
+    for rows in doc["decode"].values():
+        assert [r["concurrency"] for r in rows] == [1, 2]
+        assert all(r["tokens"] == 16 * r["concurrency"] and r["step_s"] > 0 for r in rows)
+    for pair in doc["prefill"].values():
+        assert pair["cold"]["prompt_tokens"] > 100 and pair["cold"]["seconds"] > 0
+    judge = doc["judge"]["base"]
+    assert judge["judge"] == "arithmetic+likelihood" and 1 <= judge["steps"] <= 2
+    c = doc["ceilings"]
+    assert c["c"] == pytest.approx(
+        doc["decode"]["draft"][0]["step_s"] / doc["decode"]["base"][0]["step_s"]
+    )
+    assert c["named"]["judge_full"] == pytest.approx(1 / (c["c"] + c["v"]))
+    assert "agree_k1" in c["named"] and "sd" not in c["named"]
+    assert doc["verdict"]["reference"] == "base"
+    assert doc["verdict"]["tune_command"].startswith(
+        f"specreason tune --draft-url {servers.draft_url} --base-url {servers.base_url} --probe"
+    )
+    assert "verdict: " in done.stdout and "judge, every step accepted" in done.stdout
+    assert doc["tune"]["plain"]["any_judge"] == pytest.approx(1 / c["c"])
