@@ -110,6 +110,8 @@ def test_without_sd_or_with_a_slow_sd_the_reference_is_the_base():
     said = verdict(ceilings(no_sd))
     assert (said.reference, said.reference_speedup) == ("base", 1.0)
     assert said.tune_worth and "judge_full" in said.above_reference
+    text = report.verdict_text(said, "specreason tune", sd_measured=False)
+    assert text.startswith("can beat the base model (sd not measured: no sd server given): ")
     slow_sd = Measured(HAND.draft_step_s, HAND.base_step_s, {1: 0.5, 2: 0.5}, 30.0, 2.7, 0.8)
     assert verdict(ceilings(slow_sd)).reference == "base"
     # a draft as slow as the base: nothing beats the base, tune is not worth it

@@ -48,13 +48,13 @@ LABELS: dict[str, str] = {
 """How each ceiling is named on the terminal and in the plot."""
 
 
-def verdict_text(v: Verdict, tune_command: str) -> str:
+def verdict_text(v: Verdict, tune_command: str, sd_measured: bool = True) -> str:
     """The plain verdict: what can beat the reference, and whether to run ``tune``."""
-    ref = "the base model"
+    ref = "the base model" + ("" if sd_measured else " (sd not measured: no sd server given)")
     if v.reference == "sd":
         ref = f"sd ({v.reference_speedup:.2f}x the base)"
     if v.above_reference:
-        beats = f"can beat {ref}: " + ", ".join(LABELS[n] for n in v.above_reference)
+        beats = f"can beat {ref}: " + "; ".join(LABELS[n] for n in v.above_reference)
     else:
         beats = f"no step speculation can beat {ref} on this pair, even at its ceiling"
     if v.tune_worth:
@@ -101,7 +101,7 @@ def summary(
             "above_base": list(v.above_base),
             "tune_worth": v.tune_worth,
             "tune_command": tune_command,
-            "text": verdict_text(v, tune_command),
+            "text": verdict_text(v, tune_command, c.sd is not None),
         },
         "tune": tune_table(c, str(probe.get("judge", ""))),
     }
