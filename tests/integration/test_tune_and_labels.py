@@ -117,6 +117,8 @@ def test_tune_on_two_dev_problems_writes_a_config_the_chat_model_answers_with(se
         "--thresholds=-1000,0",  # with "=": a value starting with "-" is not a flag
         "--first-n-base-steps",
         "0",
+        "--steps-ahead",
+        "2",
         "--budget",
         "32",
         "--answer-max-tokens",
@@ -130,9 +132,12 @@ def test_tune_on_two_dev_problems_writes_a_config_the_chat_model_answers_with(se
     assert done.stdout.startswith(report["choice"] + ":")
     names = [m["name"] for m in report["dev"]]
     dropped = [d["name"] for d in report["dropped"]]  # too many wrong answers to be chosen
-    assert names[0] == "base" and len(names) - 1 + len(dropped) == 2  # two settings, no sd
+    # two judge settings and the agree mode (rule result, steps_ahead 2); no sd
+    assert names[0] == "base" and len(names) - 1 + len(dropped) == 3
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert {r["split"] for r in records} == {"dev", "heldout"}
+    agree = [r for r in records if r["mode"] == "agree" and r["split"] == "dev"]
+    assert len(agree) == 2 and all(r["config"]["verify"] == "agree" for r in agree)
     assert all(r["config"]["lookahead"] is False for r in records)
     assert (out / "tuned.toml").is_file() and (out / "pareto.png").is_file()
     llm = ChatSpecReason(
@@ -152,7 +157,7 @@ def test_tune_on_two_dev_problems_writes_a_config_the_chat_model_answers_with(se
         "--dataset",
         str(problems),
         "--modes",
-        "specreason",
+        "agree" if llm.spec_config().verify == "agree" else "specreason",
         "--config-file",
         str(out / "tuned.toml"),
         "--no-progress",

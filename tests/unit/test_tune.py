@@ -63,6 +63,18 @@ def test_grid_expands_every_setting_and_checks_the_judges():
         Grid(("nope",), (1.0,), (0,), (False,)).runs()
 
 
+def test_grid_searches_the_agree_mode_on_plain_and_sd_base_servers():
+    grid = Grid(("likelihood",), (-0.5,), (0,), (False, True), ("result",), (2, 3))
+    agree = [r for r in grid.runs() if r.agree_rule is not None]
+    assert sorted((r.mode, r.variant, r.steps_ahead) for r in agree) == [
+        ("agree", None, 2),
+        ("agree", None, 3),
+        ("agree+sd", "sd", 2),
+        ("agree+sd", "sd", 3),
+    ]
+    assert len(grid.runs()) == 6  # and the two judge settings
+
+
 class Counting:
     name = "base"
 

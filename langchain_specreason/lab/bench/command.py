@@ -40,6 +40,7 @@ from .load import add_parser as add_load_parser
 from .load import run_load
 from .meta import MetaFile
 from .modes import (
+    AGREE_MODES,
     DEFAULT_SD_VARIANT,
     MODES,
     ROUTER_MODES,
@@ -220,8 +221,8 @@ def apply_config_file(args: argparse.Namespace) -> SpecReasonConfig | None:
     """Set the run flags from ``--config-file`` (``None`` without one).
 
     The file's judge, its threshold (``--threshold`` or ``--logprob-threshold`` by the judge's
-    scale), the score method, the base model's first steps and the generation fields replace
-    the flags' values.
+    scale), the score method, the base model's first steps, the agree mode's rule and steps
+    ahead, and the generation fields replace the flags' values.
     """
     if not getattr(args, "config_file", None):
         return None
@@ -234,6 +235,7 @@ def apply_config_file(args: argparse.Namespace) -> SpecReasonConfig | None:
     elif field is not None:
         args.logprob_threshold = f"{getattr(config, field):g}"
     args.first_n_base_steps = config.first_n_base_steps
+    args.agree_rule, args.steps_ahead = config.agree_rule, str(config.steps_ahead)
     for name in GENERATION_FIELDS:
         setattr(args, name, getattr(config, name))
     return config
@@ -243,15 +245,16 @@ def check_config_file(config: SpecReasonConfig, runs: list[Run], settings: Bench
     """ConfigError when a SpecReason run would not run ``config`` exactly (naming the fields)."""
     want = config.as_dict()
     for run in runs:
-        if run.mode not in SPECREASON_MODES:
+        if run.mode not in SPECREASON_MODES | AGREE_MODES:
             continue
         got = settings.config(run).as_dict()
         differ = sorted(k for k in want if got[k] != want[k])
         if differ:
             raise ConfigError(
                 f"--config-file: the benchmark cannot run {', '.join(differ)} as the file "
-                f"sets them (it runs the judge, its threshold, first steps and the "
-                f"generation fields; the rest must be the library's defaults)"
+                f"sets them (it runs the judge, its threshold, first steps, the agree mode's "
+                f"rule and steps ahead, and the generation fields; the rest must be the "
+                f'library\'s defaults; a file with verify = "agree" runs as --modes agree)'
             )
 
 

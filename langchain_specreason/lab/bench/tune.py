@@ -41,12 +41,12 @@ from typing import Any
 
 from tqdm import tqdm
 
-from ...config import SpecReasonConfig, judge_settings, parse_judge
+from ...config import SpecReasonConfig, config_default, judge_settings, parse_judge
 from ...endpoint import endpoint_pair
 from ...errors import ConfigError
 from ...serving.profiles import load_profile
 from .datasets import Problem, load_problems
-from .modes import DEFAULT_SD_VARIANT, Run
+from .modes import DEFAULT_SD_VARIANT, SD_MODES, Run, parse_agree_rules, parse_steps_ahead
 from .replay import ReplayEndpoint
 from .results import JsonlAppender, read_records
 from .runner import BenchSettings, Solver
@@ -156,10 +156,21 @@ class Grid:
     thresholds: tuple[float, ...]
     first_steps: tuple[int, ...]
     with_sd: tuple[bool, ...]
+    agree_rules: tuple[str, ...] = ()
+    """The ``agree`` mode's settings: each rule at each ``steps_ahead`` (none: not searched)."""
+    steps_ahead: tuple[int, ...] = ()
 
     def runs(self) -> list[Run]:
         """One bench run per setting (thresholds on the judge's own scale)."""
-        out = []
+        out = [
+            Run(
+                "agree+sd" if sd else "agree",
+                variant=DEFAULT_SD_VARIANT if sd else None,
+                agree_rule=rule,
+                steps_ahead=n,
+            )
+            for rule, n, sd in itertools.product(self.agree_rules, self.steps_ahead, self.with_sd)
+        ]
         for judge, t, n, sd in itertools.product(
             self.judges, self.thresholds, self.first_steps, self.with_sd
         ):
@@ -193,7 +204,7 @@ def measured(
         tuple(bool(r["correct"]) for r in rows),
         tuple(float(r["server_s"]) for r in rows),
         settings,
-        sd=run.mode in ("sd", "specreason+sd"),
+        sd=run.mode in SD_MODES,
     )
 
 
@@ -260,6 +271,16 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("--first-n-base-steps", default="0,2", help="comma list")
     p.add_argument(
+        "--agree-rule",
+        default=config_default("agree_rule"),
+        help="comma list of agreement rules searched in the agree mode ('' for none)",
+    )
+    p.add_argument(
+        "--steps-ahead",
+        default="3",
+        help="comma list of the agree mode's steps_ahead searched (default 3)",
+    )
+    p.add_argument(
         "--no-sd-settings",
         action="store_true",
         help="search settings on the plain base server only",
@@ -309,6 +330,8 @@ async def run_tune(args: argparse.Namespace) -> int:
         _floats(args.thresholds),
         tuple(int(x) for x in _floats(args.first_n_base_steps)),
         (False, True) if has_sd and not args.no_sd_settings else (False,),
+        tuple(parse_agree_rules(args.agree_rule)) if args.agree_rule.strip() else (),
+        tuple(parse_steps_ahead(args.steps_ahead)),
     )
     everything = load_problems(args.dataset)
     dev = sample_problems(everything, seed=args.seed, offset=0, count=args.dev_count)
