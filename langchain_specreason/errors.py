@@ -78,10 +78,14 @@ class EndpointError(SpecReasonError, ModelError):
         # not super().__init__: the openai SDK's classes in the MRO need their own arguments
         Exception.__init__(self, message)
         self.message = message
-        for name in ("request", "response", "body", "code", "param", "type", "request_id"):
-            setattr(self, name, getattr(cause, name, None))
-        self.status_code = getattr(cause, "status_code", status)
-        """The HTTP status of the failed response, as on the openai SDK's errors."""
+        # the openai SDK's fields (response, status_code, body, ...), from the failure itself
+        adopted = {
+            name: getattr(cause, name, None)
+            for name in ("request", "response", "body", "code", "param", "type", "request_id")
+        }
+        adopted["status_code"] = getattr(cause, "status_code", status)
+        for name, value in adopted.items():
+            setattr(self, name, value)
 
     def __reduce__(self) -> Any:  # pickled with its fields (LangGraph checkpoints errors)
         return (_rebuild, (type(self), self.endpoint, self.url, self.reason, self.status))

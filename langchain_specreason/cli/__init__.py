@@ -112,6 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="first port of the replicas (default: draft port + 100; see "
         "serve/README.md for the layout)",
     )
+    serve.add_argument(
+        "--ignore-memory-plan",
+        action="store_true",
+        help="start even when the memory plan says the servers do not fit "
+        "(see serve/README.md, Memory)",
+    )
     serve.add_argument("--log-dir", help="where server logs go")
     serve.add_argument("--list", action="store_true", help="list profiles and exit")
 
@@ -254,10 +260,15 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
+    plan = launcher.memory_plan()
+    if plan is not None:
+        print(plan.summary(), file=sys.stderr, flush=True)
     with launcher:
         print("servers ready; Ctrl-C stops them", file=sys.stderr, flush=True)
+        for need in plan.servers if plan is not None else ():
+            print(f"  {need.describe()}", file=sys.stderr, flush=True)
         while True:
-            launcher.raise_if_dead()
+            launcher.supervise()
             time.sleep(1.0)
 
 
@@ -284,7 +295,8 @@ def serve_launcher(args: argparse.Namespace) -> Launcher:
     """
     from pathlib import Path
 
-    from ..serving.launcher import Launcher
+    from ..serving.launcher import Launcher, default_replica_kv
+    from ..serving.memory import KV_ENV, KV_FLAG
     from ..serving.profiles import Role, load_profile
     from ..serving.replicas import DEFAULT_POLICY
     from ..serving.secrets import SERVER_KEY_ENV
@@ -316,6 +328,13 @@ def serve_launcher(args: argparse.Namespace) -> Launcher:
     )
     if "router" in roles and profile.router is None:
         raise ConfigError(f"profile {profile.name!r} has no [router] server")
+    # replicas fit by default: each gets a small KV cache unless its role's was set here
+    replica_kv = {
+        role: kv
+        for role, kv in default_replica_kv(profile, roles).items()
+        if not any(e.startswith(KV_ENV + "=") for e in getattr(args, f"{role}_env"))
+        and not any(a.startswith(KV_FLAG) for a in getattr(args, f"{role}_arg"))
+    }
     launcher = Launcher(
         profile,
         roles=roles,
@@ -325,6 +344,10 @@ def serve_launcher(args: argparse.Namespace) -> Launcher:
         replicas=args.replicas,
         router_policy=args.router_policy or DEFAULT_POLICY,
         replica_port=args.replica_port,
+        replica_kv=replica_kv if args.replicas > 1 else None,
+        check_memory=not args.ignore_memory_plan,
+        # replicas start one at a time, each warmed before the next: no stacked peaks
+        one_at_a_time=args.replicas > 1,
     )
     launcher.check_exposure()
     return launcher

@@ -15,8 +15,16 @@ non-loopback ``host`` and no key is refused (see :mod:`.secrets`).
 
 With ``replicas=N`` (N > 1) each role runs N servers behind one ``vllm-router`` (see
 :mod:`.replicas` for the ports): ``urls`` are the routers', ``replica_urls`` the servers'.
-Logs: ``<role>-<i>.log`` per replica, ``<role>-router.log`` per router. A replica that dies
-is reported once on stderr and left to the router's failover; a dead router is an error.
+Logs: ``<role>-<i>.log`` per replica, ``<role>-router.log`` per router.
+
+With ``check_memory=True`` the plan's memory (:mod:`.memory`) is checked before any process
+starts (:class:`~langchain_specreason.errors.MemoryPlanError`). With ``one_at_a_time=True`` each
+server is started, waited for and warmed with one one-token completion before the next starts,
+so no two start-ups and first-request compiles stack their memory peaks.
+
+:meth:`Launcher.supervise` restarts a server that died (a single server, a replica or a router)
+with exponential back-off, up to ``max_restarts`` times each, saying so on stderr; the others
+keep running.
 """
 
 from __future__ import annotations
@@ -31,18 +39,32 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import httpx
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from ..arbitrage.features import ROUTER_CONFIG
 from ..endpoint import server_root
 from ..errors import PortInUseError, ServeError, ServerDiedError
 from .catalog import CATALOG
 from .fetch import cache_root, fetch, model_dir
+from .memory import (
+    MemoryPlan,
+    ServerNeed,
+    check_gpu_shares,
+    dtype_bytes,
+    flag_value,
+    folder_bytes,
+    gpu_share,
+    host_memory,
+    kv_bytes,
+    replica_kv,
+    weight_bytes,
+)
 from .profiles import Profile, Role, ServerSpec
 from .replicas import (
     DEFAULT_POLICY,
@@ -175,6 +197,12 @@ class _Running:
     """Listed in :attr:`Launcher.urls` (a single server, a router; not a replica)."""
     label: str = ""
     """Name in messages (``draft``, ``draft replica 2``, ``draft router``)."""
+    cmd: tuple[str, ...] = ()
+    env: dict[str, str] | None = None
+    restarts: int = 0
+    """Times :meth:`Launcher.supervise` restarted it."""
+    warm: str | None = None
+    """Served model name to warm with one completion (None: not a generating server)."""
 
     def __post_init__(self) -> None:
         self.label = self.label or self.role
@@ -195,6 +223,11 @@ class Launcher:
         replicas: int = 1,
         router_policy: str = DEFAULT_POLICY,
         replica_port: int | None = None,
+        replica_kv: dict[Role, int] | None = None,
+        check_memory: bool = False,
+        one_at_a_time: bool = False,
+        max_restarts: int = 3,
+        restart_backoff: float = 2.0,
     ) -> None:
         self.profile = profile
         self.roles = roles
@@ -202,8 +235,20 @@ class Launcher:
         """The replicas and routers when ``replicas`` > 1 (checked here: ConfigError)."""
         if replicas != 1 or replica_port is not None:
             self.plan = plan_replicas(
-                profile, replicas, roles=roles, policy=router_policy, replica_port=replica_port
+                profile,
+                replicas,
+                roles=roles,
+                policy=router_policy,
+                replica_port=replica_port,
+                kv_cache=replica_kv,
             )
+        self.replicas = replicas
+        self.check_memory = check_memory
+        self.one_at_a_time = one_at_a_time
+        self.max_restarts = max_restarts
+        self.restart_backoff = restart_backoff
+        self.memory: MemoryPlan | None = None
+        """The CPU memory plan, once :meth:`memory_plan` ran."""
         self.log_dir = log_dir or cache_root() / "logs" / profile.name
         self.startup_timeout = startup_timeout
         self.echo = echo
@@ -277,6 +322,50 @@ class Launcher:
             self._router_key = key
         return envs
 
+    def memory_plan(self, envs: list[dict[str, str]] | None = None) -> MemoryPlan | None:
+        """The plan's memory against this host's (CPU), or None on GPU profiles.
+
+        GPU profiles: the ``--gpu-memory-utilization`` shares of the servers on each device are
+        checked here instead (:class:`~langchain_specreason.errors.MemoryPlanError`).
+        """
+        specs = self._specs()
+        if envs is None:
+            envs = self.check_exposure(specs)
+        labels = self._labels(specs)
+        if self.profile.device == "gpu":
+            check_gpu_shares(
+                (label, env.get("CUDA_VISIBLE_DEVICES", "0"), gpu_share(spec.args))
+                for label, spec, env in zip(labels, specs, envs, strict=True)
+            )
+            return None
+        available, total = host_memory()
+        needs = []
+        for label, spec, env in zip(labels, specs, envs, strict=True):
+            folder, config = model_facts(spec.model)
+            served, disk = dtype_bytes(spec.args, config)
+            needs.append(
+                ServerNeed(
+                    label=label,
+                    kv=kv_bytes(env, spec.args, total),
+                    weights=None if folder is None else weight_bytes(folder, served, disk),
+                )
+            )
+        routers = 0 if self.plan is None else len(self.plan.routers)
+        self.memory = MemoryPlan(tuple(needs), available=available, routers=routers)
+        return self.memory
+
+    def _labels(self, specs: list[ServerSpec]) -> list[str]:
+        """How messages name each of ``specs`` (``draft``, ``base replica 2``)."""
+        numbers: dict[str, int] = {}
+        out = []
+        for spec in specs:
+            if self.plan is not None and spec.role != "router":
+                numbers[spec.role] = numbers.get(spec.role, 0) + 1
+                out.append(f"{spec.role} replica {numbers[spec.role]}")
+            else:
+                out.append(spec.role)
+        return out
+
     def _specs(self) -> list[ServerSpec]:
         """The servers to start: the profile's of ``roles``, or the plan's replicas."""
         if self.plan is None:
@@ -288,6 +377,10 @@ class Launcher:
         """Start the servers and block until each answers ``/health`` (then the routers)."""
         specs = self._specs()
         envs = self.check_exposure(specs)
+        if self.check_memory:
+            plan = self.memory_plan(envs)
+            if plan is not None:
+                plan.check(replicas=self.replicas)
         if self.profile.device == "gpu" and shutil.which("vllm") is None:
             raise ServeError(
                 "GPU profiles need the `vllm` command: pip install 'langchain-specreason[gpu]'"
@@ -318,12 +411,11 @@ class Launcher:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         atexit.register(self.stop)
         try:
-            numbers: dict[str, int] = {}
-            for spec, cmd, env in zip(specs, commands, envs, strict=True):
+            for spec, cmd, env, label in zip(
+                specs, commands, envs, self._labels(specs), strict=True
+            ):
                 replica = self.plan is not None and spec.role != "router"
-                if replica:
-                    numbers[spec.role] = numbers.get(spec.role, 0) + 1
-                number = numbers.get(spec.role) if replica else None
+                number = int(label.rsplit(" ", 1)[1]) if replica else None
                 self._spawn(
                     cmd,
                     env,
@@ -332,12 +424,18 @@ class Launcher:
                     url=spec.url,
                     what=spec.served_name,
                     public=not replica,
-                    label=f"{spec.role} replica {number}" if replica else spec.role,
+                    label=label,
+                    warm=spec.served_name if spec.role != "router" else None,
                 )
+                if self.one_at_a_time:
+                    self._wait_healthy(self._running[-1:])
+                    self._warm(self._running[-1])
             if self.plan is None:
-                self._wait_healthy()
+                if not self.one_at_a_time:
+                    self._wait_healthy()
                 return self
-            self._wait_healthy(list(self._running))
+            if not self.one_at_a_time:
+                self._wait_healthy(list(self._running))
             started = len(self._running)
             for router, cmd in routers:
                 self._spawn(
@@ -366,19 +464,106 @@ class Launcher:
         what: str,
         public: bool = True,
         label: str = "",
+        warm: str | None = None,
     ) -> None:
         log_file = log_path.open("wb")
         log_file.write(("$ " + " ".join(redact_args(cmd)) + "\n").encode())
         log_file.flush()
-        proc = subprocess.Popen(
-            cmd,
+        proc = self._popen(cmd, env, log_file)
+        self._running.append(
+            _Running(
+                role, url, what, proc, log_path, log_file, public, label, tuple(cmd), env, 0, warm
+            )
+        )
+
+    @staticmethod
+    def _popen(cmd: Sequence[str], env: dict[str, str], log_file: IO[bytes]) -> Any:
+        return subprocess.Popen(
+            list(cmd),
             stdout=log_file,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             env=env,
             start_new_session=True,
         )
-        self._running.append(_Running(role, url, what, proc, log_path, log_file, public, label))
+
+    def _warm(self, run: _Running) -> None:
+        """One one-token completion, so the first request's compile happens now, alone."""
+        if run.warm is None:
+            return
+        key = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        body = {"model": run.warm, "prompt": "Hello", "max_tokens": 1}
+        try:
+            httpx.post(
+                run.url + "/completions", json=body, headers=key, timeout=self.startup_timeout
+            ).raise_for_status()
+        except httpx.HTTPError as exc:
+            raise ServeError(
+                f"{run.label} server did not answer its warm-up completion: {exc} "
+                f"(log: {run.log_path})"
+            ) from None
+
+    def supervise(self) -> None:
+        """Restart every started process that has exited; the others keep running.
+
+        Each restart is said on stderr, and waits until the process is healthy again (a
+        generating server is warmed too). A start that fails is retried with exponential
+        back-off (``restart_backoff`` s, doubling, at most 60 s). A process that has been
+        restarted ``max_restarts`` times and exits again is a :class:`ServerDiedError`.
+        """
+        for run in list(self._running):
+            code = run.proc.poll()
+            if code is None:
+                continue
+            why = f"{_last_error(run.log_path)} (log: {run.log_path})"
+            if run.restarts >= self.max_restarts:
+                raise ServerDiedError(
+                    f"{run.label} server exited with code {code} after {run.restarts} "
+                    f"restarts; giving up: {why}"
+                )
+            print(
+                f"{run.label} ({run.url}) exited with code {code}; restarting it, the others "
+                f"keep serving: {why}",
+                file=sys.stderr,
+                flush=True,
+            )
+            self._kill_group(run)
+            retrying = Retrying(
+                stop=stop_after_attempt(self.max_restarts - run.restarts),
+                wait=wait_exponential(multiplier=self.restart_backoff, max=60),
+                retry=retry_if_exception_type(ServeError),
+                reraise=True,
+            )
+            for attempt in retrying:
+                with attempt:
+                    self._respawn(run)
+            print(
+                f"{run.label} ({run.url}) is serving again (restart {run.restarts} of at most "
+                f"{self.max_restarts})",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def _respawn(self, run: _Running) -> None:
+        """Start ``run``'s process again (its log goes on) and wait until it is healthy."""
+        self._kill_group(run)
+        run.restarts += 1
+        print(
+            f"restarting {run.label} (restart {run.restarts} of at most {self.max_restarts})",
+            file=sys.stderr,
+            flush=True,
+        )
+        run.log_file.write(f"\n--- restart {run.restarts} ---\n".encode())
+        run.log_file.flush()
+        run.proc = self._popen(run.cmd, run.env or dict(os.environ), run.log_file)
+        self._wait_healthy([run])
+        self._warm(run)
+
+    @staticmethod
+    def _kill_group(run: _Running) -> None:
+        """What is left of a dead server's process group (its engine core) is killed."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(run.proc.pid, signal.SIGKILL)
 
     def _wait_healthy(self, runs: list[_Running] | None = None) -> None:
         deadline = time.monotonic() + self.startup_timeout
@@ -474,6 +659,41 @@ class Launcher:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def model_facts(model: str) -> tuple[int | None, dict[str, Any] | None]:
+    """``(folder bytes, config.json)`` of a server's model as far as known without fetching.
+
+    A fetched or local folder is measured; a catalog model not fetched yet has its catalog
+    size (and no config); a Hugging Face id is unknown: ``(None, None)``.
+    """
+    import json
+
+    folder = Path(resolve_model(model, fetch_missing=False))
+    if folder.is_dir():
+        config = None
+        with contextlib.suppress(OSError, ValueError):
+            config = json.loads((folder / "config.json").read_text())
+        return folder_bytes(folder), config
+    if model in CATALOG:
+        return CATALOG[model].folder_mb * 10**6, None
+    return None, None
+
+
+def default_replica_kv(profile: Profile, roles: Iterable[Role]) -> dict[Role, int]:
+    """KV cache per CPU replica of each role (:func:`.memory.replica_kv`; {} on GPU)."""
+    if profile.device != "cpu":
+        return {}
+    out: dict[Role, int] = {}
+    for role in roles:
+        if role not in ("draft", "base"):
+            continue
+        spec = profile.draft if role == "draft" else profile.base
+        _, config = model_facts(spec.model)
+        served, _ = dtype_bytes(spec.args, config)
+        length = flag_value(spec.args, "--max-model-len")
+        out[role] = replica_kv(config, int(length) if length else None, served)
+    return out
 
 
 def _last_error(log_path: Path) -> str:

@@ -38,11 +38,12 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import ConfigError, ServeError
+from .memory import KV_ENV, KV_FLAG, UTIL_FLAG, gpu_share, split_share
 from .profiles import Profile, Role, ServerSpec
 from .router_main import VALIDATION_FLAG
 from .secrets import is_loopback
@@ -140,8 +141,13 @@ def plan_replicas(
     policy: str = DEFAULT_POLICY,
     replica_port: int | None = None,
     gpus: int | None = None,
+    kv_cache: Mapping[Role, int] | None = None,
 ) -> ReplicaPlan:
     """Lay out ``replicas`` servers per role and a router per role (see the module's table).
+
+    ``kv_cache``: bytes of KV cache per replica of a role (CPU): each replica of that role then
+    runs with ``VLLM_CPU_KVCACHE_SPACE`` unset and ``--kv-cache-memory-bytes`` set. GPU replicas
+    that must share a device split its ``--gpu-memory-utilization`` (:func:`replica_devices`).
 
     Raises :class:`ConfigError` for a bad pool size, a policy the router lacks, the Arbitrage
     router role (it is not replicated), or a port block that overlaps the profile's ports or
@@ -171,11 +177,20 @@ def plan_replicas(
         )
     specs: dict[Role, tuple[ServerSpec, ...]] = {}
     port = first
-    devices = replica_devices(profile, pooled, replicas, gpus) if profile.device == "gpu" else {}
+    devices, sharing = (
+        replica_devices(profile, pooled, replicas, gpus) if profile.device == "gpu" else ({}, 1)
+    )
     for role in pooled:
         spec = profile.draft if role == "draft" else profile.base
+        env, args = spec.env, spec.args
+        if sharing > 1:
+            share = split_share(gpu_share(args), sharing)
+            args = (*args, f"{UTIL_FLAG}={share}")
+        if kv_cache and role in kv_cache:
+            env = (*((k, v) for k, v in env if k != KV_ENV), (KV_ENV, ""))
+            args = (*args, f"{KV_FLAG}={kv_cache[role]}")
         specs[role] = tuple(
-            replace(spec, port=port + i, env=_with_devices(spec.env, devices.get((role, i))))
+            replace(spec, port=port + i, args=args, env=_with_devices(env, devices.get((role, i))))
             for i in range(replicas)
         )
         port += replicas
@@ -236,12 +251,15 @@ def visible_gpus() -> int | None:
 
 def replica_devices(
     profile: Profile, roles: Sequence[Role], replicas: int, gpus: int | None = None
-) -> dict[tuple[Role, int], str]:
-    """``CUDA_VISIBLE_DEVICES`` of each GPU replica: the profile's devices, shifted per replica.
+) -> tuple[dict[tuple[Role, int], str], int]:
+    """``CUDA_VISIBLE_DEVICES`` of each GPU replica, and how many replicas share a device.
 
     Replica 0 keeps the profile's devices; replica i adds i times the number of devices the
-    profile uses, so no two replicas share a device (``gpu-2x``, 2 replicas: draft 0 and 2,
-    base 1 and 3). More devices than the machine has is a :class:`ConfigError`.
+    profile uses, so no two replicas share a device while the machine has enough (``gpu-2x``,
+    2 replicas: draft 0 and 2, base 1 and 3). With fewer, the replicas take the device sets in
+    turn and the second number says how many share one (each then gets that fraction of its
+    ``--gpu-memory-utilization``). A profile needing more devices than the machine has is a
+    :class:`ConfigError`.
     """
     own = {role: _devices(profile.draft if role == "draft" else profile.base) for role in roles}
     used = sorted({d for ds in own.values() for d in ds})
@@ -251,19 +269,16 @@ def replica_devices(
             "CUDA_VISIBLE_DEVICES cannot be replicated onto its own devices"
         )
     stride = max(used) + 1
+    have = visible_gpus() if gpus is None else gpus
+    slots = replicas if have is None else min(replicas, have // stride)
+    if slots < 1:
+        raise ConfigError(f"profile {profile.name!r} uses {stride} GPUs, this machine shows {have}")
     out = {
-        (role, i): ",".join(str(d + i * stride) for d in own[role])
+        (role, i): ",".join(str(d + (i % slots) * stride) for d in own[role])
         for role in roles
         for i in range(replicas)
     }
-    need = stride * replicas
-    have = visible_gpus() if gpus is None else gpus
-    if have is not None and need > have:
-        raise ConfigError(
-            f"{replicas} replicas of profile {profile.name!r} need {need} GPUs (each replica "
-            f"its own), this machine shows {have}; use --replicas {max(1, have // stride)}"
-        )
-    return out
+    return out, -(-replicas // slots)
 
 
 def _devices(spec: ServerSpec) -> list[int]:

@@ -492,8 +492,12 @@ def test_gpu_replicas_each_get_their_own_devices():
     assert devices == {("draft", 0): "0", ("draft", 1): "2", ("base", 0): "1", ("base", 1): "3"}
     one = plan_replicas(load_profile("gpu-1x"), 2, gpus=2)  # both roles share device 0
     assert [dict(s.env)["CUDA_VISIBLE_DEVICES"] for s in one.replicas["base"]] == ["0", "1"]
-    with pytest.raises(ConfigError, match=r"need 4 GPUs .* this machine shows 2; use --replicas 1"):
-        plan_replicas(load_profile("gpu-2x"), 2, gpus=2)
+    # too few devices: the replicas share them and split each server's memory share
+    shared = plan_replicas(load_profile("gpu-2x"), 2, gpus=2)
+    assert [dict(s.env)["CUDA_VISIBLE_DEVICES"] for s in shared.replicas["draft"]] == ["0", "0"]
+    assert all(s.args[-1] == "--gpu-memory-utilization=0.45" for s in shared.servers())
+    with pytest.raises(ConfigError, match=r"uses 2 GPUs, this machine shows 1"):
+        plan_replicas(load_profile("gpu-2x"), 2, gpus=1)
 
 
 def test_cpu_replicas_keep_the_profile_environment():
