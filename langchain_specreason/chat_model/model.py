@@ -5,17 +5,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, Literal, TypeVar, cast
+from urllib.parse import urlsplit
 
 from langchain_core.callbacks import (
     AsyncCallbackManager,
     AsyncCallbackManagerForLLMRun,
     CallbackManagerForLLMRun,
-    UsageMetadataCallbackHandler,
 )
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.chat_models import BaseChatModel, LangSmithParams
@@ -51,6 +52,7 @@ from pydantic import (
     SecretStr,
     SkipValidation,
     field_serializer,
+    field_validator,
     model_validator,
 )
 
@@ -66,8 +68,9 @@ from ..endpoint.routing import routing_key
 from ..endpoint.server import check_extra_body
 from ..errors import ConfigError, DeadlineError, EndpointError, redact_url
 from ..events import Event
-from ..formats import get_format, to_openai_messages
+from ..formats import get_format
 from ..graph import SpecReasonGraph, create_specreason_graph
+from ..graph.tracing import CallUsage
 from ..judges import Judge
 from ..redaction import looks_secret
 from ..state import AnswerOptions, SpecReasonInput
@@ -76,7 +79,7 @@ from ..sync_bridge import iter_sync, on_bridge_thread, run_sync
 from .messages import plain_reply, step_chunk
 from .resume import same_turns, thread_id
 from .structured import closed_if_no_parameters, to_response_format
-from .tokens import count_text, tiktoken_estimate
+from .tokens import count_text, countable, tiktoken_estimate
 
 T = TypeVar("T")
 _Parent = AsyncCallbackManagerForLLMRun | CallbackManagerForLLMRun
@@ -259,8 +262,11 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         gt=0,
         validation_alias=AliasChoices("max_tokens", "max_completion_tokens"),
     )
-    """LangChain's standard name for ``answer_max_tokens``; wins over it when set
-    (ChatOpenAI's ``max_completion_tokens`` works too)."""
+    """Bound on the tokens of the reply: the kept reasoning plus the answer, as OpenAI's
+    ``max_completion_tokens`` for reasoning models (ChatOpenAI's name works too). The
+    reasoning gets at most ``max_tokens`` less the answer's share (half of it, at most
+    ``answer_max_tokens``), within ``budget``; the answer gets the rest. Reaching it gives
+    ``finish_reason="length"``. Also per call."""
     stop: list[str] | None = Field(default=None, alias="stop_sequences")
     """Stop sequences of the answer."""
     timeout: float | None = Field(
@@ -327,6 +333,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     _endpoints: dict[str, Endpoint] = PrivateAttr(default_factory=dict)
     _discovered: bool = PrivateAttr(default=False)
     _own_profile: bool = PrivateAttr(default=True)
+    _counts: dict[str, int] = PrivateAttr(default_factory=dict)
 
     def _get_llm_string(self, stop: list[str] | None = None, **kwargs: Any) -> str:
         """LangChain's cache key: every serialized option, and what does not serialize.
@@ -365,6 +372,43 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     def _serialize_redacted(self, value: Any, info: Any) -> Any:
         return _redacted(info.field_name, value)
 
+    @field_validator("draft_url", "base_url")
+    @classmethod
+    def _check_url(cls, value: str | None, info: Any) -> str | None:
+        """An http(s) URL with a host, or a ConfigError naming the field (not an outage later)."""
+        if value is None:
+            return None
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018 - a bad port raises here
+        except ValueError as exc:
+            raise ValueError(
+                f"{info.field_name}: malformed URL {redact_url(value)!r} ({exc})"
+            ) from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(
+                f"{info.field_name}: {redact_url(value)!r} is not an http(s) URL with a host "
+                "(e.g. http://127.0.0.1:8202/v1)"
+            )
+        return value
+
+    @property
+    def model_name(self) -> str | None:
+        """The base model's served name, as ``ChatOpenAI.model_name``.
+
+        ``base_model``, else the one model the base server lists (asked once; ``None`` if it
+        cannot be asked).
+        """
+        if self.base_model:
+            return self.base_model
+        self._discover()
+        return getattr(self._endpoints.get("base"), "model", None)
+
+    @property
+    def model(self) -> str | None:
+        """Same as :attr:`model_name` (``ChatOpenAI.model``)."""
+        return self.model_name
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)  # SpecReasonConfig's: a bad knob is a ConfigError
         self._own_profile = kwargs.get("profile") is None
@@ -384,6 +428,8 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             _refuse_openai_only(values, get_pydantic_field_names(cls))
             if values.get("config_file"):
                 values = {**read_config_file(values["config_file"]), **values}
+            env = SpecReasonConfig.from_env(os.environ)  # SPECREASON_<FIELD>: a bad one fails
+            values = {**{k: getattr(env, k) for k in env.model_fields_set}, **values}
             values = _build_model_kwargs(values, get_pydantic_field_names(cls) | ALIASES)
         return values
 
@@ -409,11 +455,16 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         arguments are not knobs and are left alone.
         """
         settings = {name: getattr(self, name) for name in SpecReasonConfig.model_fields}
-        if self.max_tokens is not None:
-            settings["answer_max_tokens"] = self.max_tokens
-        if overrides.get("max_tokens") is not None:
-            settings["answer_max_tokens"] = overrides["max_tokens"]
         settings.update({k: v for k, v in overrides.items() if k in SpecReasonConfig.model_fields})
+        total = overrides.get("max_tokens") or self.max_tokens
+        if total is not None:  # reasoning + answer <= max_tokens (see the field)
+            if total < 2:
+                raise ConfigError(
+                    f"max_tokens bounds the reasoning plus the answer; at least 2, got {total}"
+                )
+            share = min(int(settings["answer_max_tokens"]), max(1, total // 2))
+            settings["budget"] = min(int(settings["budget"]), total - share)
+            settings["answer_max_tokens"] = total - settings["budget"]
         return SpecReasonConfig(**settings)
 
     def model_copy(
@@ -603,14 +654,11 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             self.profile = ModelProfile(**{**self.profile, "max_input_tokens": min(known)})
 
     def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
-        if not (kwargs.get("model") or self.base_model):
-            self._discover()  # the served name, not "base"
         params = LangSmithParams(
             ls_provider="specreason",
-            ls_model_name=kwargs.get("model")
-            or self.base_model
-            or getattr(self._endpoints.get("base"), "model", None)
-            or "base",
+            # a per-call model= other than the base model's is refused (the run fails with a
+            # ConfigError): the trace names what was asked, with that error
+            ls_model_name=kwargs.get("model") or self.model_name or "base",
             ls_model_type="chat",
             ls_temperature=kwargs.get("temperature", self.temperature),
         )
@@ -751,15 +799,31 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     def get_num_tokens_from_messages(
         self, messages: list[BaseMessage], tools: Sequence[Any] | None = None
     ) -> int:
-        """Exact count through the base server's ``/tokenize``; an estimate offline."""
-        conversation = to_openai_messages(messages)
+        """Tokens of any message list as the base server's chat template renders it.
+
+        Exact, by one ``/tokenize`` request (no retry) per distinct list, remembered (1,024
+        lists), so ``trim_messages(..., token_counter=llm)`` asks once per candidate; with no
+        server configured or reachable, an offline estimate (tiktoken). Needs no user message.
+        """
+        conversation = countable(messages)
+        if not conversation:
+            return 0
         schemas = [convert_to_openai_tool(t) for t in tools] if tools else None
-        count = self._server_count(lambda base: base.count_tokens(conversation, tools=schemas))
-        return count if count is not None else tiktoken_estimate(conversation)
+        key = json.dumps([conversation, schemas], sort_keys=True, default=str)
+        if key not in self._counts:
+            count = self._server_count(
+                lambda base: base.count_tokens(conversation, tools=schemas, retry=False)
+            )
+            if count is None:  # no server: an estimate, not kept (the server may come back)
+                return tiktoken_estimate(conversation)
+            if len(self._counts) >= 1024:
+                self._counts.pop(next(iter(self._counts)))
+            self._counts[key] = count
+        return self._counts[key]
 
     def get_num_tokens(self, text: str) -> int:
         """Tokens of ``text`` (exact through the server when reachable)."""
-        count = self._server_count(lambda base: count_text(base, text))
+        count = self._server_count(lambda base: count_text(base, text, retry=False))
         if count is not None:
             return count
         return tiktoken_estimate([{"role": "user", "content": text}]) - 7
@@ -780,9 +844,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             options["stop"] = stop
         return options
 
-    def _run_config(
-        self, run_manager: _Parent | None, usage: UsageMetadataCallbackHandler
-    ) -> RunnableConfig:
+    def _run_config(self, run_manager: _Parent | None, usage: CallUsage) -> RunnableConfig:
         """The graph's config: the caller's callbacks, and ``usage`` counting every call."""
         config: RunnableConfig = {"callbacks": [usage]}
         if run_manager is not None:
@@ -817,17 +879,24 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             kwargs.get("response_format")
         )
         messages = [plain_reply(m) for m in messages]
+        if kwargs.get("model") and kwargs["model"] != self.model_name:
+            raise ConfigError(
+                f"model={kwargs['model']!r} per call: this model's base model is "
+                f"{self.model_name!r}; build another ChatSpecReason(model=...) (or "
+                "model_copy(update={'base_model': ...})) to use another served model"
+            )
         if stop:
             kwargs = {**kwargs, "stop": stop}
         start = time.perf_counter()
         state: dict[str, Any] = {}
-        usage = UsageMetadataCallbackHandler()  # every server call's tokens, by model
+        usage = CallUsage()  # every server call's tokens, by model
         config = self._run_config(run_manager, usage)
         # output_version="v1" numbers content blocks by runs of one type (LangChain counts
         # them as the chunks pass): the calls' blocks follow the text's, not overlap them
         step_kind = "reasoning" if think else "text"
         runs, kind, first_call = 0, "", None
         graph = self._graph_for(self.spec_config(**kwargs), kwargs.get("extra_body"))
+        bounded = (kwargs.get("max_tokens") or self.max_tokens) is not None
         turns: list[BaseMessage | RemoveMessage] = list(messages)
         resume = False
         if self.checkpointer is not None:
@@ -911,7 +980,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
                     else None
                 ),
                 response_metadata={
-                    **self._metadata(state, wall, bool(calls)),
+                    **self._metadata(state, wall, bool(calls), bounded),
                     "usage_by_model": dict(usage.usage_metadata),
                 },
                 chunk_position="last",
@@ -937,10 +1006,16 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             }
         return usage
 
-    def _metadata(self, state: dict[str, Any], wall: float, tool_calls: bool) -> dict[str, Any]:
+    def _metadata(
+        self, state: dict[str, Any], wall: float, tool_calls: bool, bounded: bool = False
+    ) -> dict[str, Any]:
         stats = SpecReasonStats.from_state(state, wall_s=wall)
         finish = "tool_calls" if tool_calls else state.get("answer_finish") or "stop"
+        if bounded and state.get("stop") == "budget" and finish == "stop":
+            finish = "length"  # max_tokens cut the reasoning short (the answer came)
         return {
+            # not "openai": langchain-core's OpenAI translator drops the reasoning block
+            "model_provider": "specreason",
             "model_name": getattr(self.endpoint("base"), "model", None)
             or self.base_model
             or "base",

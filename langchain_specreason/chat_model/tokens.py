@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from langchain_core.messages import BaseMessage, convert_to_openai_messages
 
 from ..endpoint import OpenAIEndpoint
 
 
-async def count_text(base: OpenAIEndpoint, text: str) -> int:
-    """Tokens of ``text`` by the base server's ``/tokenize``."""
-    return len(await base.tokenize_text(text))
+def countable(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    """Any message list as OpenAI dicts to count (no user message needed; ``[]`` counts 0)."""
+    return [dict(m) for m in convert_to_openai_messages(list(messages))] if messages else []
+
+
+async def count_text(base: OpenAIEndpoint, text: str, *, retry: bool = True) -> int:
+    """Tokens of ``text`` by the base server's ``/tokenize`` (one attempt unless ``retry``)."""
+    return len(await base.tokenize_text(text, retry=retry))
 
 
 def tiktoken_estimate(messages: list[dict[str, Any]]) -> int:

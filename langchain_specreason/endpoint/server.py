@@ -368,18 +368,18 @@ class OpenAIEndpoint:
         """The timeout of a call that generates at most one token."""
         return self._limit(self.judge_timeout)
 
-    async def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    async def _call(self, fn: Any, *args: Any, _retry: bool = True, **kwargs: Any) -> Any:
         async def attempt() -> Any:  # the slot is held per attempt, not through back-off
             async with self._gate():
                 return await fn(*args, **kwargs)
 
-        return await self._retried(attempt)
+        return await self._retried(attempt, _retry=_retry)
 
-    async def _retried(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    async def _retried(self, fn: Any, *args: Any, _retry: bool = True, **kwargs: Any) -> Any:
         try:
             async for attempt in AsyncRetrying(
                 retry=retry_if_exception(_is_transient),
-                stop=stop_after_attempt(self.max_retries + 1),
+                stop=stop_after_attempt(self.max_retries + 1 if _retry else 1),
                 wait=_wait,
                 reraise=True,
             ):
@@ -433,10 +433,10 @@ class OpenAIEndpoint:
             raise EndpointError(self.name, self.base_url, str(exc)) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def model_name(self) -> str:
+    async def model_name(self, *, retry: bool = True) -> str:
         """The served model name, discovered from ``/v1/models`` when not given."""
         if self.model is None:
-            page = await self._call(self.client.models.list, timeout=self._short)
+            page = await self._call(self.client.models.list, timeout=self._short, _retry=retry)
             self.model = self._only_model([m.id for m in page.data])
         return self.model
 
@@ -601,15 +601,17 @@ class OpenAIEndpoint:
         *,
         continue_final: bool = False,
         tools: list[dict[str, Any]] | None = None,
+        retry: bool = True,
     ) -> list[int]:
         """Token ids of a chat prompt as the server renders it (vLLM ``/tokenize``).
 
         ``continue_final`` renders the prompt that continues the last assistant message, as
         :class:`ChatRequest` sends it; otherwise the template's generation prompt is added.
-        ``tools`` are rendered into the prompt as the chat template does.
+        ``tools`` are rendered into the prompt as the chat template does. ``retry=False``:
+        one attempt (a caller with a fallback of its own).
         """
         body: dict[str, Any] = {
-            "model": await self.model_name(),
+            "model": await self.model_name(retry=retry),
             "messages": messages,
             "continue_final_message": continue_final,
             "add_generation_prompt": not continue_final,
@@ -618,18 +620,28 @@ class OpenAIEndpoint:
             body["tools"] = tools
         if self.extra_body.get("chat_template_kwargs"):  # rendered as the requests are
             body["chat_template_kwargs"] = self.extra_body["chat_template_kwargs"]
-        return await self._tokenize(body)
+        return await self._tokenize(body, retry)
 
-    async def tokenize_text(self, text: str) -> list[int]:
+    async def tokenize_text(self, text: str, *, retry: bool = True) -> list[int]:
         """Token ids of plain ``text`` (no chat template, no special tokens)."""
         return await self._tokenize(
-            {"model": await self.model_name(), "prompt": text, "add_special_tokens": False}
+            {
+                "model": await self.model_name(retry=retry),
+                "prompt": text,
+                "add_special_tokens": False,
+            },
+            retry,
         )
 
-    async def _tokenize(self, body: dict[str, Any]) -> list[int]:
+    async def _tokenize(self, body: dict[str, Any], retry: bool = True) -> list[int]:
         url = server_root(self.base_url) + "/tokenize"
         resp = await self._call(
-            self.client.post, url, body=body, cast_to=object, options={"timeout": self._short}
+            self.client.post,
+            url,
+            body=body,
+            cast_to=object,
+            options={"timeout": self._short},
+            _retry=retry,
         )
         try:
             return [int(t) for t in resp["tokens"]]
@@ -644,9 +656,12 @@ class OpenAIEndpoint:
         *,
         continue_final: bool = False,
         tools: list[dict[str, Any]] | None = None,
+        retry: bool = True,
     ) -> int:
         """Tokens of a chat prompt as the server renders it (see :meth:`tokenize`)."""
-        return len(await self.tokenize(messages, continue_final=continue_final, tools=tools))
+        return len(
+            await self.tokenize(messages, continue_final=continue_final, tools=tools, retry=retry)
+        )
 
     async def reset_prefix_cache(self) -> bool | None:
         """Empty the server's prefix cache: ``True`` done, ``False`` refused, ``None`` no server.

@@ -6,6 +6,12 @@ of which ``cache_read`` were in the server's prefix cache, and completion tokens
 metadata names the served model (``ls_provider="vllm"``, ``ls_model_name``), which is what
 LangSmith's token and cost columns read. What the call decided (a judge's score, a step's
 finish) is in ``llm_output``.
+
+Counted once: the message carries no ``response_metadata["model_name"]``, so langchain-core's
+``get_usage_metadata_callback()`` (which adds up only messages that name their model) counts
+the chat model's reply, whose ``usage_metadata`` is already the total of these calls, and not
+each call again; the calls' own tokens are summed by :class:`CallUsage` (the model name is in
+``llm_output``).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from langchain_core.callbacks import AsyncCallbackManager
+from langchain_core.callbacks import AsyncCallbackManager, BaseCallbackHandler
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -22,7 +28,7 @@ from langchain_core.messages import (
     convert_to_messages,
     get_buffer_string,
 )
-from langchain_core.messages.ai import UsageMetadata
+from langchain_core.messages.ai import UsageMetadata, add_usage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import RunnableConfig
 
@@ -55,6 +61,23 @@ class Traced:
         if self.cached_tokens is not None:
             usage["input_token_details"] = {"cache_read": self.cached_tokens}
         return usage
+
+
+class CallUsage(BaseCallbackHandler):
+    """Adds up the server calls' tokens by served model (``usage_metadata``), as they end."""
+
+    def __init__(self) -> None:
+        self.usage_metadata: dict[str, UsageMetadata] = {}
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        """Count one traced call (a run without ``llm_output["model_name"]`` is not ours)."""
+        model = (response.llm_output or {}).get("model_name")
+        generation = response.generations[0][0] if response.generations else None
+        message = getattr(generation, "message", None)
+        usage = getattr(message, "usage_metadata", None)
+        if model and usage:
+            before = self.usage_metadata.get(model)
+            self.usage_metadata[model] = usage if before is None else add_usage(before, usage)
 
 
 def served_model(endpoint: object) -> str:
@@ -100,7 +123,7 @@ async def traced_call(
     message = AIMessage(
         content=traced.text,
         usage_metadata=traced.usage(),
-        response_metadata={"model_name": model, "model_provider": PROVIDER},
+        response_metadata={"model_provider": PROVIDER},  # no model_name: counted once
     )
     await run.on_llm_end(
         LLMResult(

@@ -245,8 +245,10 @@ def test_every_specreason_knob_is_a_field_with_the_configs_default(monkeypatch):
         likelihood_threshold=-2.0,
         max_tokens=64,
     )
+    # max_tokens bounds reasoning + answer: half each here (the answer's share is at most
+    # answer_max_tokens)
     assert changed.spec_config() == SpecReasonConfig(
-        threshold=5, likelihood_threshold=-2.0, answer_max_tokens=64
+        threshold=5, likelihood_threshold=-2.0, budget=32, answer_max_tokens=32
     )
 
 
