@@ -190,7 +190,12 @@ def plot(doc: Mapping[str, Any], path: Path) -> None:
     right.set_ylabel("decode step / one stream's")
     right.set_xscale("log", base=2)
     right.legend(fontsize=7)
-    fig.suptitle("specreason probe: " + doc["verdict"]["text"].splitlines()[0][:110], fontsize=8)
+    v = doc["verdict"]
+    fig.suptitle(
+        f"specreason probe: ceilings beside the reference ({v['reference']}, "
+        f"{v['reference_speedup']:.2f}x); tune worth running: {'yes' if v['tune_worth'] else 'no'}",
+        fontsize=9,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
