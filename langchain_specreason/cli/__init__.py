@@ -260,7 +260,8 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-    plan = launcher.memory_plan()
+    # CPU: the plan is printed (the launcher refuses it at start unless --ignore-memory-plan)
+    plan = launcher.memory_plan() if launcher.profile.device == "cpu" else None
     if plan is not None:
         print(plan.summary(), file=sys.stderr, flush=True)
     with launcher:

@@ -166,3 +166,12 @@ def test_gpu_plans_are_checked_by_their_shares():
         "--gpu-memory-utilization=0.39",
     }
     assert memory.RESERVE == 1.5 * GIB
+
+
+def test_the_cli_refuses_an_over_asked_gpu_and_the_flag_passes_it(capsys, monkeypatch):
+    monkeypatch.setattr(launcher_module.shutil, "which", lambda name: None)  # no vllm here
+    argv = ["serve", "--profile", "gpu-1x", "--base-arg=--gpu-memory-utilization=0.95"]
+    assert main(argv) == 2
+    assert "error: GPU 0 is asked for more memory than it has" in capsys.readouterr().err
+    assert main([*argv, "--ignore-memory-plan"]) == 2  # past the plan, to the missing vllm
+    assert "GPU profiles need the `vllm` command" in capsys.readouterr().err
