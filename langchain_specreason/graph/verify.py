@@ -205,6 +205,7 @@ def _time_round(queue: list[PendingStep], work: _Round) -> None:
         "round_base_requests": len(work.base),
         "round_base_busy_s": round(base_busy, 4),
         "round_draft_busy_s": round(sum(step["draft_s"] for step in queue), 4),
+        "all_agree": all(step["accept"] for step in queue),
     }
     for position, step in enumerate(queue):
         step["verdict"] = {**step.get("verdict", {}), **summary}

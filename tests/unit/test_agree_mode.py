@@ -183,3 +183,17 @@ def test_the_config_round_trips_through_a_file(tmp_path):
     path.write_text(config.to_toml())
     assert SpecReasonConfig.from_file(path) == config
     assert SpecReasonConfig.from_env({"SPECREASON_VERIFY": "agree"}).verify == "agree"
+
+
+async def test_each_round_says_where_its_time_went():
+    from langchain_specreason.lab.bench.rounds import round_records, rounds_markdown
+
+    out, _, _ = await run({1: 99})  # round 1: steps 0 (agreed) and 1 (the base's)
+    rounds = round_records(out["steps"])
+    assert [r["steps"] for r in rounds] == [2, 3]  # then steps 2-4: all agree, the trace ends
+    assert [r["agreed"] for r in rounds] == [1, 3]
+    assert rounds[0]["base_requests"] >= 2
+    assert all(r["round_s"] >= r["draft_wait_s"] for r in rounds)
+    table = rounds_markdown({"agree result steps_ahead=3": [{"rounds": rounds}], "base": [{}]})
+    assert "| agree result steps_ahead=3 | 2 | 2.50 |" in table
+    assert "| base |" not in table

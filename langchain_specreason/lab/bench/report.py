@@ -21,6 +21,7 @@ from typing import Any
 from ...errors import InputError
 from .modes import DEFAULT_SD_VARIANT, Run
 from .results import META, RESULTS, read_records
+from .rounds import rounds_markdown
 from .stats import mcnemar, paired_ratio, wilson
 
 SUMMARY_MD = "summary.md"
@@ -513,8 +514,14 @@ def write_report(out: Path) -> list[Path]:
     rows = summarize(results)
     md, js = out / SUMMARY_MD, out / SUMMARY_JSON
     pairs = paired(results)
+    by_run: dict[str, list[dict[str, Any]]] = {}
+    for record in results:
+        by_run.setdefault(Run.of(record).label, []).append(record)
     md.write_text(
-        render_markdown(rows, meta) + paired_markdown(pairs, meta, results), encoding="utf-8"
+        render_markdown(rows, meta)
+        + paired_markdown(pairs, meta, results)
+        + rounds_markdown(by_run),
+        encoding="utf-8",
     )
     js.write_text(json.dumps([r.as_dict() for r in rows], indent=2) + "\n", encoding="utf-8")
     (out / "paired.json").write_text(json.dumps(pairs, indent=2) + "\n", encoding="utf-8")

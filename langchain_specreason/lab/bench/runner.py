@@ -45,6 +45,7 @@ from .modes import GRAPH_MODES, SPECREASON_MODES, Run
 from .prefill import judge_prefill_floor
 from .prompts import build_prompt
 from .results import JsonlAppender, ResultKey
+from .rounds import round_records
 from .servers import ServerPair, reset_prefix_cache, served_router_folder
 
 COUNTERS = {
@@ -192,6 +193,8 @@ class Answered:
     steps: list[StepTrace] = field(default_factory=list)
     judge_floor_tokens: int | None = None
     """The judge calls' prefill floor (see :mod:`.prefill`); ``None``: not a base judge."""
+    rounds: list[dict[str, Any]] | None = None
+    """The ``agree`` mode's rounds (:func:`.rounds.round_records`); ``None``: other modes."""
 
 
 class Solver:
@@ -233,7 +236,11 @@ class Solver:
             steps = [StepTrace(decision=s["decision"], score=s["score"]) for s in state["steps"]]
             floor = await self.prefill_floor(messages, state["steps"])  # off the clock
             return Answered(
-                state["answer"], SpecReasonStats.from_state(state, wall_s=wall), steps, floor
+                state["answer"],
+                SpecReasonStats.from_state(state, wall_s=wall),
+                steps,
+                floor,
+                round_records(state["steps"]) if self.config.verify == "agree" else None,
             )
         alone = await single_model(self.endpoint, messages, self.config)
         wall = time.perf_counter() - start
@@ -285,6 +292,7 @@ class Solver:
             **stats.as_dict(),
             "judge_floor_tokens": got.judge_floor_tokens,
             "steps": got.steps,
+            "rounds": got.rounds,
             "error": error,
             "reply": reply,
             "finished_at": datetime.now(UTC).isoformat(),
