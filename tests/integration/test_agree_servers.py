@@ -119,4 +119,8 @@ def test_bench_runs_the_agree_mode(servers, tmp_path):
     for record in records:
         assert record["config"]["verify"] == "agree"
         assert record["steps_drafted"] >= 1 and record["judge_calls"] == record["steps_drafted"]
-    assert "agree result steps_ahead=2" in (out / "summary.md").read_text()
+        assert record["rounds"] and sum(r["steps"] for r in record["rounds"]) == len(
+            record["steps"]
+        )
+    summary = (out / "summary.md").read_text()
+    assert "agree result steps_ahead=2" in summary and "## Rounds of the agree runs" in summary
