@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-FAULTS = ("429", "503", "html", "truncated-json", "truncated-stream")
+FAULTS = ("401", "429", "503", "html", "truncated-json", "truncated-stream")
 HOP = {"host", "content-length", "connection", "transfer-encoding", "keep-alive", "accept-encoding"}
 
 
@@ -122,6 +122,8 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                     "application/json",
                     {"retry-after": f"{fault.retry_after:g}"},
                 )
+            elif fault.kind == "401":  # what vLLM answers a wrong key (--api-key)
+                self._reply(401, b'{"error": "Unauthorized"}', "application/json")
             elif fault.kind == "503":
                 self._reply(503, b'{"error": {"message": "overloaded"}}', "application/json")
             elif fault.kind == "html":
