@@ -123,7 +123,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         temperature: float
             Sampling temperature of steps and answer.
         max_tokens: Optional[int]
-            Cap on the answer's tokens.
+            Bound on the kept reasoning plus the answer (see Token usage).
         stop: Optional[list[str]]
             Stop sequences of the answer.
 
@@ -160,8 +160,13 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     Invoke:
         .. code-block:: python
 
+            llm = ChatSpecReason(budget=64, temperature=0)
             msg = llm.invoke([("user", "What is 12*7? Think step by step.")])
-            print(msg.content)
+            msg.content
+            # 'To solve the problem of finding 12 multiplied by 7, we can follow these
+            # steps:\n\n1. Identify the numbers involved: 12 and 7.\n2. Multiply the numbers
+            # together: 12 * 7 = 84.\n\nTherefore, the answer to the problem is 84.'
+            llm.model_name  # 'qwen2.5-coder-0.5b': the base model's served name
 
     Stream:
         .. code-block:: python
@@ -212,6 +217,40 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         on the base server; the serve profiles enable it). Streamed, the calls arrive as
         ``tool_call_chunks`` as the server sends them. A call the model wrote as text (bare
         JSON, a fenced block) is read back when the server parsed none.
+
+    Token usage:
+        .. code-block:: python
+
+            from langchain_core.callbacks import get_usage_metadata_callback
+
+            with get_usage_metadata_callback() as cb:
+                msg = llm.invoke("What is 2+2?", max_tokens=24)
+            msg.usage_metadata
+            # {'input_tokens': 120, 'output_tokens': 22, 'total_tokens': 142,
+            #  'input_token_details': {'cache_read': 32}}
+            cb.usage_metadata
+            # {'qwen2.5-coder-0.5b': {'input_tokens': 120, 'output_tokens': 22, ...}}
+
+        Every server call's tokens, counted once (the callback reports the same total).
+        ``max_tokens`` bounds the kept reasoning plus the answer: the reasoning gets at most
+        ``max_tokens`` less the answer's share (half, at most ``answer_max_tokens``) within
+        ``budget``, the answer the rest (``finish_reason="length"`` when it cut).
+        (Outputs above: the ``cpu-test`` pair, SmolLM2-135M draft, Qwen2.5-Coder-0.5B base.)
+
+    Reasoning:
+        The steps are ``content`` for the ``instruct`` family; for the ``think`` family, and
+        with JSON output, they are ``additional_kwargs["reasoning_content"]``, a leading
+        ``reasoning`` block of ``content_blocks`` (``response_metadata["model_provider"]`` is
+        ``"specreason"``).
+
+    JSON mode:
+        .. code-block:: python
+
+            msg = llm.bind(response_format={"type": "json_object"}).invoke(
+                'Return {"answer": 12*7} as JSON.'
+            )
+            msg.content  # '{"answer": 84}'
+            [b["type"] for b in msg.content_blocks]  # ['reasoning', 'text']
 
     Response metadata:
         .. code-block:: python
