@@ -255,3 +255,22 @@ async def test_decode_sends_n_greedy_fixed_length_requests_ignoring_eos():
     for r in server.requests:
         assert r.max_tokens == 4 and r.temperature == 0.0
         assert r.extra_body == {"ignore_eos": True}
+
+
+def test_probe_without_its_extra_names_the_extra():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['tqdm'] = None; "
+        "from langchain_specreason.cli import main; sys.exit(main(['probe', '--quick']))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 2, done.stderr
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: `specreason probe` needs the `bench` extra")
+    )
