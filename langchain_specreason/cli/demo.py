@@ -240,8 +240,9 @@ async def run_sd(
         if not args.sd_base_url:
             return SdOutcome(
                 None,
-                "not run: give --sd-base-url (a base server with vLLM's speculator, "
-                f"`specreason serve --profile {args.profile} --variant sd`) to compare",
+                "not run: give --sd-base-url (a base server running vLLM's speculator, e.g. "
+                "a profile's sd variant: `specreason serve --profile P --variant sd --only "
+                "base --base-port PORT`) to compare",
             )
         alone = await single_model(OpenAIEndpoint(args.sd_base_url, name="sd"), messages, config)
         return SdOutcome(Answered("sd", alone.text, alone.seconds), "the server given")
