@@ -118,6 +118,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="start even when the memory plan says the servers do not fit "
         "(see serve/README.md, Memory)",
     )
+    serve.add_argument(
+        "--max-restarts",
+        type=int,
+        default=3,
+        metavar="N",
+        help="restart a server that exits up to N times, the others serving on (default 3; "
+        "0: the first exit stops them all)",
+    )
     serve.add_argument("--log-dir", help="where server logs go")
     serve.add_argument("--list", action="store_true", help="list profiles and exit")
 
@@ -347,6 +355,7 @@ def serve_launcher(args: argparse.Namespace) -> Launcher:
         replica_port=args.replica_port,
         replica_kv=replica_kv if args.replicas > 1 else None,
         check_memory=not args.ignore_memory_plan,
+        max_restarts=args.max_restarts,
         # replicas start one at a time, each warmed before the next: no stacked peaks
         one_at_a_time=args.replicas > 1,
     )

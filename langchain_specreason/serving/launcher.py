@@ -377,6 +377,14 @@ class Launcher:
         """Start the servers and block until each answers ``/health`` (then the routers)."""
         specs = self._specs()
         envs = self.check_exposure(specs)
+        ports = (
+            [(s.host, s.port) for s in specs]
+            if self.plan is None
+            else self.plan.ports() + [(s.host, s.port) for s in specs]
+        )
+        for host, port in dict.fromkeys(ports):
+            check_port_free(host, port)
+        # a taken port first (the most specific), then the memory plan, then the install
         if self.check_memory:
             plan = self.memory_plan(envs)
             if plan is not None:
@@ -393,13 +401,6 @@ class Launcher:
                     "CPU profiles need vLLM's CPU build: pip install "
                     "'langchain-specreason[cpu]' (or run `make venv`)"
                 ) from None
-        ports = (
-            [(s.host, s.port) for s in specs]
-            if self.plan is None
-            else self.plan.ports() + [(s.host, s.port) for s in specs]
-        )
-        for host, port in dict.fromkeys(ports):
-            check_port_free(host, port)
         commands = [server_command(s, self.profile.device) for s in specs]
         if self.plan is not None:
             router_executable()  # ServeError when vllm-router is not installed
@@ -511,10 +512,10 @@ class Launcher:
         back-off (``restart_backoff`` s, doubling, at most 60 s). A process that has been
         restarted ``max_restarts`` times and exits again is a :class:`ServerDiedError`.
         """
-        for run in list(self._running):
-            code = run.proc.poll()
-            if code is None:
-                continue
+        # every exit is said first: a restart blocks until healthy, and a second server that
+        # died meanwhile should not go unreported that long
+        dead = [(run, code) for run in list(self._running) if (code := run.proc.poll()) is not None]
+        for run, code in dead:
             why = f"{_last_error(run.log_path)} (log: {run.log_path})"
             if run.restarts >= self.max_restarts:
                 raise ServerDiedError(
@@ -527,6 +528,7 @@ class Launcher:
                 file=sys.stderr,
                 flush=True,
             )
+        for run, _ in dead:
             self._kill_group(run)
             retrying = Retrying(
                 stop=stop_after_attempt(self.max_restarts - run.restarts),

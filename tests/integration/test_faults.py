@@ -24,7 +24,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from langchain_specreason import ChatSpecReason, EndpointError, OpenAIEndpoint
 from langchain_specreason.lab.bench.metrics import REQUESTS, in_flight, scrape
-from tests.conftest import LOG_DIR, start_serve
+from tests.conftest import LOG_DIR, left_running, start_serve
 
 pytestmark = pytest.mark.integration
 
@@ -149,8 +149,11 @@ async def test_a_stopped_base_server_is_a_typed_timeout_then_the_next_call_succe
 
 async def test_a_killed_draft_server_hands_the_rest_of_the_run_to_the_base_model(pair):
     _, base_url = pair
+    # --max-restarts 0: serve stops when its draft dies (the restart is test_serve_supervision's)
     own = start_serve(
-        "cpu-test", "--only", "draft", "--draft-port", "8131", roles=("draft",), name="faults-draft"
+        *("cpu-test", "--only", "draft", "--draft-port", "8135", "--max-restarts", "0"),
+        roles=("draft",),
+        name="faults-draft",
     )
     try:
         llm = model(own.urls["draft"], base_url, max_retries=0, connect_timeout=2)
@@ -169,9 +172,13 @@ async def test_a_killed_draft_server_hands_the_rest_of_the_run_to_the_base_model
         assert stats["steps_accepted"] >= 1  # the draft's steps before the kill are kept
         assert total.content.strip()
     finally:
+        pids = own.server_pids()
         if own.proc.poll() is None:
-            own.proc.kill()
+            own.interrupt()
         own.proc.wait(timeout=60)
+        assert left_running(pids, timeout=90) == []  # no server outlives its `serve`
+    err = own.stderr_path.read_text()
+    assert own.proc.returncode == 2 and "server exited with code" in err, err[-2000:]
 
 
 async def test_a_draft_down_from_the_start_still_answers_with_the_base_model(pair):

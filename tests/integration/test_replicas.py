@@ -287,7 +287,7 @@ def _model(draft_url: str, base_url: str, budget: int = 96) -> ChatSpecReason:
         seed=0,
         budget=budget,
         step_max_tokens=24,
-        max_tokens=24,
+        answer_max_tokens=24,  # not max_tokens: that would bound the reasoning too
     )
 
 
@@ -441,9 +441,15 @@ async def test_killing_one_replica_of_each_role_mid_run_still_gives_the_answer(p
     }
     assert msg.content.strip()
     assert pool.serve.proc.poll() is None  # `specreason serve` keeps serving
+    # serve reports each exit on its next supervision pass: wait for both lines
+    wanted = [f"({url}) exited with code" for url in killed.values()]
+    deadline = time.monotonic() + 900  # after the other's restart, which can take minutes
     err = pool.serve.stderr_path.read_text()
+    while not all(w in err for w in wanted) and time.monotonic() < deadline:
+        time.sleep(1)
+        err = pool.serve.stderr_path.read_text()
     for role, url in killed.items():
-        assert f"({url}) exited with code" in err and f"{role} replica" in err
+        assert f"({url}) exited with code" in err and f"{role} replica" in err, err
     # the other replica of each role answers through the router
     survivors = {role: [u for u in urls if u != killed[role]] for role, urls in REPLICAS.items()}
     for role in ("draft", "base"):

@@ -81,6 +81,7 @@ def test_a_plan_that_cannot_fit_is_refused_in_seconds_and_starts_nothing(tmp_pat
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= before | {proc.pid}
 
 
+@pytest.mark.after_shutdown  # two more servers: after the session's pair stopped
 async def test_a_killed_draft_server_is_restarted_while_the_run_answers_on_the_base():
     free = psutil.virtual_memory().available / 2**30
     if free < 8:

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from langgraph_sdk import get_client
 
+from langchain_specreason.serving.launcher import check_port_free
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,6 +35,9 @@ def langgraph_dev(servers):
         "SPECREASON_ANSWER_MAX_TOKENS": "32",
         "SPECREASON_TEMPERATURE": "0",
     }
+    # langgraph dev prints its "API:" line even when it cannot bind: a stale server on the
+    # port would answer this test's requests instead (seen: a vLLM server, 404s)
+    check_port_free("127.0.0.1", PORT)
     cli = Path(sys.executable).with_name("langgraph")
     proc = subprocess.Popen(
         [

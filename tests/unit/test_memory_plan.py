@@ -170,6 +170,7 @@ def test_gpu_plans_are_checked_by_their_shares():
 
 def test_the_cli_refuses_an_over_asked_gpu_and_the_flag_passes_it(capsys, monkeypatch):
     monkeypatch.setattr(launcher_module.shutil, "which", lambda name: None)  # no vllm here
+    monkeypatch.setattr(launcher_module, "check_port_free", lambda host, port: None)  # no net
     argv = ["serve", "--profile", "gpu-1x", "--base-arg=--gpu-memory-utilization=0.95"]
     assert main(argv) == 2
     assert "error: GPU 0 is asked for more memory than it has" in capsys.readouterr().err

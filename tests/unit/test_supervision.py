@@ -89,3 +89,41 @@ def test_a_failing_restart_backs_off_and_the_limit_ends_serve(world, tmp_path, m
             launcher.supervise()
     finally:
         launcher.stop()
+
+
+def test_every_exit_is_said_before_any_restart_blocks(world, tmp_path, capsys):
+    procs, _, _ = world
+    launcher = Launcher(load_profile("cpu-test"), log_dir=tmp_path, max_restarts=3).start()
+    try:
+        procs[0].code, procs[1].code = -9, -9  # both die between two passes
+        launcher.supervise()
+        err = capsys.readouterr().err
+        said = [
+            err.index(f"{role} (http://127.0.0.1:{port}/v1) exited")
+            for role, port in (("draft", 8101), ("base", 8102))
+        ]
+        assert max(said) < err.index("restarting draft")  # both exits, then the restarts
+        assert len(procs) == 4
+    finally:
+        launcher.stop()
+
+
+def test_max_restarts_0_stops_at_the_first_exit(world, tmp_path):
+    procs, _, _ = world
+    launcher = Launcher(load_profile("cpu-test"), log_dir=tmp_path, max_restarts=0).start()
+    try:
+        procs[1].code = 1
+        with pytest.raises(ServerDiedError, match=r"^base server exited with code 1 after 0"):
+            launcher.supervise()
+        assert len(procs) == 2  # nothing restarted
+    finally:
+        launcher.stop()
+
+
+def test_the_serve_flag_sets_the_restart_limit():
+    from langchain_specreason.cli import build_parser, serve_launcher
+
+    args = build_parser().parse_args(["serve", "--profile", "cpu-test", "--max-restarts", "0"])
+    assert serve_launcher(args).max_restarts == 0
+    args = build_parser().parse_args(["serve", "--profile", "cpu-test"])
+    assert serve_launcher(args).max_restarts == 3
