@@ -781,8 +781,8 @@ class OpenAIEndpoint:
                 if chunk.usage is not None:
                     _add_usage(final, chunk.usage)
                 for choice in chunk.choices:
-                    if choice.delta.content:
-                        yield Completion(text=choice.delta.content)
+                    if text := generated_text(choice.delta):
+                        yield Completion(text=text)
                     if choice.delta.tool_calls:
                         yield Completion(
                             text="",
@@ -830,10 +830,23 @@ class OpenAIEndpoint:
         yield final
 
 
+def generated_text(message: Any) -> str:
+    """All the text a reply's message (or a stream's delta) holds, as the model generated it.
+
+    A server started with ``--reasoning-parser`` (``deepseek_r1``, ``qwen3``, ...) moves what
+    it takes for thinking out of ``content`` into ``reasoning`` (``reasoning_content`` before
+    vLLM 0.11). A step continues the thinking, so it would arrive empty; the two together are
+    the generated text (the parser only splits it, at the end-of-thinking tag).
+    """
+    extra = getattr(message, "model_extra", None) or {}
+    reasoning = extra.get("reasoning") or extra.get("reasoning_content") or ""
+    return reasoning + (message.content or "")
+
+
 def _choice(choice: Any, request: ChatRequest, seconds: float) -> Completion:
     """One choice of a chat-completions reply as a :class:`Completion` (no usage)."""
     out = Completion(
-        text=choice.message.content or "",
+        text=generated_text(choice.message),
         finish_reason=choice.finish_reason,
         stop_reason=(choice.model_extra or {}).get("stop_reason"),
         seconds=seconds,
