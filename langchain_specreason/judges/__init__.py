@@ -18,7 +18,8 @@ router (:class:`~..arbitrage.router.RouterJudge`) and the oracle are judges too.
 from .arithmetic import ArithmeticJudge
 from .base import Judge, Rewrite, Score, StepContext, StepScorer, Verdict
 from .cascade import REJECTED_BY_CHECK, CascadeJudge
-from .likelihood import ConfidenceJudge, LikelihoodJudge, LikelihoodScorer
+from .confidence import ConfidenceJudge
+from .likelihood import LikelihoodJudge, LikelihoodScorer
 from .registry import make_judge
 from .score import JUDGE_PREFILL, JUDGE_QUESTION, BaseModelJudge, BaseModelScorer, judge_messages
 

@@ -206,35 +206,3 @@ class LikelihoodJudge:
         """Score the step's tokens under the base model and compare with the threshold."""
         s = await self.scorer.score(ctx.conversation, ctx.steps, ctx.step)
         return threshold_verdict(s, self.threshold)
-
-
-class ConfidenceJudge:
-    """``confidence``: keep the step when the draft model was confident writing it.
-
-    Reads :attr:`~.base.StepContext.step_logprobs` (the graph asks the draft server for them);
-    no server call. A step without them is accepted (nothing to judge by) and says so.
-    """
-
-    def __init__(self, *, threshold: float, how: Aggregate = "mean") -> None:
-        self.threshold = threshold
-        self.how = how
-
-    async def judge(self, ctx: StepContext) -> Verdict:
-        """Aggregate the draft's own token log-probabilities and compare with the threshold."""
-        if ctx.step_logprobs is None:
-            return Verdict(score=0.0, accept=True, detail={"missing_logprobs": True})
-        values = list(ctx.step_logprobs)
-        texts: list[str | None] = [None] * len(values)
-        if ctx.step_tokens is not None and len(ctx.step_tokens) == len(values):
-            texts = list(ctx.step_tokens)
-        value = aggregate(values, self.how, texts)
-        return Verdict(
-            score=value,
-            accept=value >= self.threshold,
-            detail={
-                "aggregate": self.how,
-                "step_tokens": len(values),
-                "mean_logprob": round(aggregate(values, "mean"), 4),
-                "min_logprob": round(aggregate(values, "min"), 4),
-            },
-        )

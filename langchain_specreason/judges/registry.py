@@ -9,8 +9,9 @@ from ..formats import PromptFormat
 from .arithmetic import ArithmeticJudge
 from .base import Judge
 from .cascade import CascadeJudge
+from .confidence import ConfidenceJudge
 from .learned import LearnedJudge, LogisticModel
-from .likelihood import ConfidenceJudge, LikelihoodJudge
+from .likelihood import LikelihoodJudge
 from .score import BaseModelJudge
 
 
