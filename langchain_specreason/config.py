@@ -18,42 +18,17 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .agreement.registry import check_rule
+from .agreement.registry import check_rule, rule_specs
 from .errors import ConfigError
-
-ScoreMethod = Literal["greedy", "average"]
-Wording = Literal["short", "reference"]
-Aggregate = Literal["mean", "min", "math"]
-
-JUDGES: dict[str, str] = {
-    "score": "the base model rates the step 0-9 in one token (SpecReason's judge); "
-    "threshold: `threshold` (0-10)",
-    "likelihood": "the base model's log-probability of the step's tokens (one forward pass); "
-    "threshold: `likelihood_threshold` (a log-probability, <= 0)",
-    "confidence": "the draft model's own log-probability of the step's tokens (no call); "
-    "threshold: `confidence_threshold` (<= 0)",
-    "arithmetic": "recomputes each `expression = number` the step writes (no call); "
-    "rejects a wrong result",
-    "learned": "a logistic regression fitted on rollout labels over the base model's and the "
-    "draft's log-probabilities of the step and the arithmetic check (one base call); "
-    "threshold: `learned_threshold` (P(harmless), 0-1)",
-}
-"""The judges known by name. ``a+b`` composes them: every part but the last is a cheap check
-whose rejection is final; the last decides the rest (``arithmetic+likelihood``)."""
-
-THRESHOLD_FIELDS: dict[str, str] = {
-    "score": "threshold",
-    "likelihood": "likelihood_threshold",
-    "confidence": "confidence_threshold",
-    "learned": "learned_threshold",
-}
-"""The setting that holds each judge's threshold (``arithmetic`` has none)."""
+from .judges.likelihood import Aggregate
+from .judges.registry import judge_specs, parse_judge, threshold_field
+from .judges.score import ScoreMethod, Wording
 
 
 def judge_settings(judge: str, threshold: float | None = None) -> dict[str, Any]:
     """Config fields selecting ``judge`` and, when given, its threshold on its own scale."""
     settings: dict[str, Any] = {"judge": judge}
-    field = THRESHOLD_FIELDS.get(parse_judge(judge)[-1])
+    field = threshold_field(judge)
     if threshold is not None and field is not None:
         settings[field] = threshold
     return settings
@@ -62,20 +37,6 @@ def judge_settings(judge: str, threshold: float | None = None) -> dict[str, Any]
 DEFAULT_JUDGE = "arithmetic+likelihood"
 """The judge of :class:`SpecReasonConfig` when none is named: the best one measured by
 `specreason bench judges` (see the README). ``score`` is SpecReason's original judge."""
-
-
-def parse_judge(name: str) -> list[str]:
-    """The parts of a judge name (``"arithmetic+likelihood"`` -> two); ConfigError if unknown."""
-    parts = [part.strip() for part in str(name).split("+")]
-    for part in parts:
-        if part not in JUDGES:
-            raise ConfigError(
-                f"unknown judge {part!r} in {name!r}; judges: "
-                f"{', '.join(JUDGES)} (join with + to cascade)"
-            )
-    if len(set(parts)) != len(parts):
-        raise ConfigError(f"judge {name!r} names a part twice")
-    return parts
 
 
 class SpecReasonConfig(BaseModel):
@@ -103,7 +64,7 @@ class SpecReasonConfig(BaseModel):
     """``agree`` mode: how many steps the draft writes ahead of the trace in a round (the base
     model writes as many positions in parallel)."""
     judge: str = DEFAULT_JUDGE
-    """Which judge decides whether a draft step is accepted (see :data:`JUDGES`); ``a+b`` runs the
+    """Which judge decides whether a draft step is accepted (see :mod:`~.judges`); ``a+b`` runs the
     cheap check ``a`` first and asks ``b`` only when ``a`` does not reject."""
     threshold: float = Field(7.0, ge=0, le=10)
     """``score`` judge: keep a draft step when its score is at least this. 0 keeps every draft
@@ -219,8 +180,7 @@ class SpecReasonConfig(BaseModel):
 
     def judge_threshold(self) -> float | None:
         """The threshold of the judge that decides (the last part; ``None``: arithmetic)."""
-        last = parse_judge(self.judge)[-1]
-        field = THRESHOLD_FIELDS.get(last)
+        field = threshold_field(self.judge)
         return None if field is None else float(getattr(self, field))
 
     def as_dict(self) -> dict[str, Any]:
@@ -277,6 +237,13 @@ def describe_errors(exc: ValidationError) -> str:
     return "; ".join(lines)
 
 
+_NAMES = {
+    "judge": lambda: f" ({', '.join(judge_specs())}; a+b cascades)",
+    "agree_rule": lambda: f" ({', '.join(rule_specs())})",
+}
+"""The knobs that name a registered part: their flags' help lists the names (read when built)."""
+
+
 def add_config_flags(parser: Any, names: Iterable[str], **defaults: Any) -> None:
     """``--name`` flags for the given :class:`SpecReasonConfig` fields on an argparse parser.
 
@@ -288,7 +255,7 @@ def add_config_flags(parser: Any, names: Iterable[str], **defaults: Any) -> None
         default = defaults.get(name, field.default)
         flag = "--" + name.replace("_", "-")
         help_text = (field.description or "").split(". ")[0].rstrip(".").replace("``", "")
-        help_text = help_text.replace("%", "%%")
+        help_text = help_text.replace("%", "%%") + _NAMES.get(name, lambda: "")()
         if field.annotation is bool:
             parser.add_argument(
                 flag, action=argparse.BooleanOptionalAction, default=default, help=help_text

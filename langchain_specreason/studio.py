@@ -42,7 +42,9 @@ class StudioContext(TypedDict, total=False):
     """
 
     judge: str
-    """Which judge decides: ``arithmetic+likelihood`` (default), ``score``, ``likelihood``..."""
+    """Which judge decides (a name of :func:`~.judges.registry.judge_specs`; ``a+b`` cascades):
+    ``arithmetic+likelihood`` (default), ``score``, ``likelihood``, ``confidence``,
+    ``arithmetic``, ``learned``. Its threshold is the field the judge names."""
     threshold: float
     """The ``score`` judge's threshold (0-9)."""
     likelihood_threshold: float

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Literal, NamedTuple
 
-from .base import StepContext, Verdict
+from .base import JudgeSpec, StepContext, Verdict
 
 __all__ = [
     "ArithmeticCheck",
@@ -295,3 +295,11 @@ class ArithmeticJudge:
                 "wrong": [eq.text for eq in check.wrong],
             },
         )
+
+
+SPEC = JudgeSpec(
+    name="arithmetic",
+    description="recomputes each `expression = number` the step writes (no call); "
+    "rejects a wrong result",
+    build=lambda settings, draft, base, fmt: ArithmeticJudge(),
+)

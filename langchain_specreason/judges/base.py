@@ -1,5 +1,10 @@
 """The judge contract: what a judge sees (:class:`StepContext`) and says (:class:`Verdict`).
 
+A judge is declared once, in its own file, by a :class:`JudgeSpec`: its name, a one-line
+description, its threshold field and range, what it needs from the servers, and a builder.
+:mod:`.registry` collects the specs; config validation, :func:`~.registry.make_judge`, the CLI
+help, Studio's form and the lab read that one table.
+
 A verdict may carry the replacement step (``rewrite``) when the judge already wrote it; the
 graph then keeps that text instead of asking the base model again. A :class:`StepScorer` only
 rates a step (higher is better); judges built on one compare its score with a threshold.
@@ -7,11 +12,12 @@ rates a step (higher is better); judges built on one compare its score with a th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
-from ..endpoint import ChatRequest
+from ..endpoint import ChatRequest, Endpoint
+from ..formats import PromptFormat
 from ..state import Author
 
 
@@ -124,3 +130,40 @@ def threshold_verdict(score: Score, threshold: float) -> Verdict:
         cached_tokens=score.cached_tokens,
         detail=score.detail,
     )
+
+
+Need = Literal["base_chat", "base_prompt_logprobs", "draft_logprobs"]
+"""What a judge needs beyond the step's text: ``base_chat``, a chat request to the base server;
+``base_prompt_logprobs``, a base endpoint that tokenizes and returns prompt logprobs (a
+:class:`~..endpoint.TokenScorer`: an ``OpenAIEndpoint`` on a vLLM server); ``draft_logprobs``,
+the draft's own token logprobs, which the graph asks for with every draft step."""
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """How a judge describes itself: one per judge file, collected by :mod:`.registry`."""
+
+    name: str
+    """What ``SpecReasonConfig.judge`` calls it (``a+b`` cascades two)."""
+    description: str
+    """One line: what the judge reads (the CLI help, Studio's form and the docs show it)."""
+    build: Callable[[Mapping[str, Any], Endpoint, Endpoint, PromptFormat], Judge]
+    """``build(settings, draft, base, fmt)``: the judge with its settings, read from the
+    config's fields (``config.as_dict()``). Judges import nothing from :mod:`~..config`, which
+    reads this table to validate names."""
+    threshold_field: str | None = None
+    """The :class:`~..config.SpecReasonConfig` field holding its threshold (``None``: it has
+    none, e.g. ``arithmetic``)."""
+    threshold_range: tuple[float, float] | None = None
+    """The threshold's scale, lowest and highest meaningful value."""
+    needs: tuple[Need, ...] = ()
+    """What it needs from the servers (empty: no call at all)."""
+    calls: str = "none"
+    """Its server cost per step, for the docs' table (``base, 1 token``; ``none``)."""
+
+    def describe(self) -> str:
+        """``description``, with the threshold field and scale when it has one."""
+        if self.threshold_field is None:
+            return self.description
+        low, high = self.threshold_range or (float("-inf"), float("inf"))
+        return f"{self.description}; threshold `{self.threshold_field}` ({low:g} to {high:g})"

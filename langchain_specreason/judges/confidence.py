@@ -7,9 +7,8 @@ and keeps the step when the score is at least the threshold (a log-probability, 
 
 from __future__ import annotations
 
-from ..config import Aggregate
-from .base import StepContext, Verdict
-from .likelihood import aggregate
+from .base import JudgeSpec, StepContext, Verdict
+from .likelihood import Aggregate, aggregate
 
 
 class ConfidenceJudge:
@@ -42,3 +41,15 @@ class ConfidenceJudge:
                 "min_logprob": round(aggregate(values, "min"), 4),
             },
         )
+
+
+SPEC = JudgeSpec(
+    name="confidence",
+    description="the draft model's own log-probability of the step's tokens (no call)",
+    build=lambda settings, draft, base, fmt: ConfidenceJudge(
+        threshold=settings["confidence_threshold"], how=settings["logprob_aggregate"]
+    ),
+    threshold_field="confidence_threshold",
+    threshold_range=(float("-inf"), 0.0),
+    needs=("draft_logprobs",),
+)

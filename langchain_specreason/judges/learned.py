@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..endpoint import TokenScorer
+from ..endpoint import Endpoint, TokenScorer
 from ..errors import ConfigError
 from ..formats import PromptFormat
 from .arithmetic import check_step
-from .base import StepContext, Verdict
+from .base import Judge, JudgeSpec, StepContext, Verdict
 from .likelihood import LikelihoodScorer, aggregate
 
 FEATURES: tuple[str, ...] = (
@@ -151,3 +151,28 @@ class LearnedJudge:
             cached_tokens=s.cached_tokens,
             detail={"p_harmless": round(p, 4), **{k: round(v, 4) for k, v in values.items()}},
         )
+
+
+def _build(
+    settings: Mapping[str, Any], draft: Endpoint, base: Endpoint, fmt: PromptFormat
+) -> Judge:
+    if not settings.get("learned_weights"):
+        raise ConfigError(
+            "the learned judge needs learned_weights: a JSON file of fitted weights "
+            "(the summary.json `specreason bench judges --labels DEV` writes) and "
+            "learned_threshold (that file's learned_threshold)"
+        )
+    model = LogisticModel.load(settings["learned_weights"])
+    return LearnedJudge(base, fmt, model, threshold=settings["learned_threshold"])  # type: ignore[arg-type]
+
+
+SPEC = JudgeSpec(
+    name="learned",
+    description="a logistic regression fitted on rollout labels over the base model's and the "
+    "draft's log-probabilities of the step and the arithmetic check (one base call)",
+    build=_build,
+    threshold_field="learned_threshold",
+    threshold_range=(0.0, 1.0),
+    needs=("base_prompt_logprobs", "draft_logprobs"),
+    calls="base, 0 tokens",
+)

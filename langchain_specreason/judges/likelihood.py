@@ -25,12 +25,14 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
-from ..config import Aggregate
 from ..endpoint import TokenScorer
 from ..formats import PromptFormat, continue_messages
-from .base import Score, StepContext, Verdict, threshold_verdict
+from .base import JudgeSpec, Score, StepContext, Verdict, threshold_verdict
+
+Aggregate = Literal["mean", "min", "math"]
+"""How token log-probabilities become one score (see :func:`aggregate`)."""
 
 MATH_CHARS = frozenset("0123456789+-*/=×÷·%$")
 """A token holding one of these is a *math token* (the ``math`` aggregate reads only those)."""
@@ -206,3 +208,19 @@ class LikelihoodJudge:
         """Score the step's tokens under the base model and compare with the threshold."""
         s = await self.scorer.score(ctx.conversation, ctx.steps, ctx.step)
         return threshold_verdict(s, self.threshold)
+
+
+SPEC = JudgeSpec(
+    name="likelihood",
+    description="the base model's log-probability of the step's tokens (one forward pass)",
+    build=lambda settings, draft, base, fmt: LikelihoodJudge(
+        base,  # type: ignore[arg-type]  # the registry checks the base_prompt_logprobs need
+        fmt,
+        threshold=settings["likelihood_threshold"],
+        how=settings["logprob_aggregate"],
+    ),
+    threshold_field="likelihood_threshold",
+    threshold_range=(float("-inf"), 0.0),
+    needs=("base_prompt_logprobs",),
+    calls="base, 0 tokens",
+)

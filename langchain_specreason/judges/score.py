@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
-from ..config import ScoreMethod, Wording
 from ..endpoint import ChatRequest, Endpoint
 from ..formats import PromptFormat
-from .base import Score, StepContext, Verdict, threshold_verdict
+from .base import JudgeSpec, Score, StepContext, Verdict, threshold_verdict
+
+ScoreMethod = Literal["greedy", "average"]
+"""How a score is read: the sampled digit, or the probability-weighted mean of the digits."""
+Wording = Literal["short", "reference"]
+"""The judge's question: ours, or the SpecReason reference implementation's."""
 
 JUDGE_QUESTION = (
     "Rate only the last paragraph of your reply above: is it factually correct and "
@@ -188,3 +192,21 @@ class BaseModelJudge:
         """Score the draft step with the base model and compare with the threshold."""
         s = await self.scorer.score(ctx.conversation, ctx.steps, ctx.step)
         return threshold_verdict(s, self.threshold)
+
+
+SPEC = JudgeSpec(
+    name="score",
+    description="the base model rates the step 0-9 in one token (SpecReason's judge)",
+    build=lambda settings, draft, base, fmt: BaseModelJudge(
+        base,
+        fmt,
+        threshold=settings["threshold"],
+        method=settings["score_method"],
+        top_logprobs=settings["judge_top_logprobs"],
+        wording=settings["judge_wording"],
+    ),
+    threshold_field="threshold",
+    threshold_range=(0.0, 10.0),
+    needs=("base_chat",),
+    calls="base, 1 token",
+)

@@ -22,14 +22,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-from ...config import (
-    THRESHOLD_FIELDS,
-    SpecReasonConfig,
-    add_config_flags,
-    config_default,
-    parse_judge,
-)
+from ...config import SpecReasonConfig, add_config_flags, config_default
 from ...errors import ConfigError
+from ...judges.registry import judge_specs, threshold_field
 from ...serving.profiles import load_profile
 from ..agreement.report import add_parser as add_agreement_parser
 from ..agreement.report import run as run_agreement
@@ -113,8 +108,7 @@ def add_parser(subparsers: Any) -> None:
         "--judge",
         default=config_default("judge"),
         help="SpecReason modes: judge name(s), comma list; a+b cascades "
-        f"(score, likelihood, confidence, arithmetic; default: the library's, "
-        f"{config_default('judge')})",
+        f"({', '.join(judge_specs())}; default: the library's, {config_default('judge')})",
     )
     runs.add_argument(
         "--logprob-threshold",
@@ -228,7 +222,7 @@ def apply_config_file(args: argparse.Namespace) -> SpecReasonConfig | None:
         return None
     config = SpecReasonConfig.from_file(args.config_file)
     args.judge = config.judge
-    field = THRESHOLD_FIELDS.get(parse_judge(config.judge)[-1])
+    field = threshold_field(config.judge)
     if field == "threshold":
         args.threshold = f"{config.threshold:g}"
         args.score_method = config.score_method
@@ -267,9 +261,7 @@ def judge_thresholds(text: str | None, judges: list[str]) -> list[float]:
     judges read it). ConfigError naming the field otherwise.
     """
     fields = {
-        field
-        for judge in judges
-        if (field := THRESHOLD_FIELDS.get(parse_judge(judge)[-1])) not in (None, "threshold")
+        field for judge in judges if (field := threshold_field(judge)) not in (None, "threshold")
     }
     learned = "learned_threshold" in fields
     if text is None:

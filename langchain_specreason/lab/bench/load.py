@@ -41,6 +41,7 @@ from tqdm import tqdm
 from ...chat_model import ChatSpecReason
 from ...config import DEFAULT_JUDGE
 from ...errors import ConfigError
+from ...judges.registry import judge_specs
 from ...serving.launcher import Launcher
 from ...serving.profiles import load_profile
 from ...serving.replicas import check_replicas, plan_replicas, router_executable
@@ -151,7 +152,7 @@ def add_parser(subparsers: Any) -> None:
     gen.add_argument(
         "--judge",
         default=LOAD_DEFAULTS["judge"],
-        help=f"judge name; a+b cascades (default: {DEFAULT_JUDGE}, the library's)",
+        help=f"judge name ({', '.join(judge_specs())}); a+b cascades (default: {DEFAULT_JUDGE})",
     )
     gen.add_argument(
         "--timeout",

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...agreement import rule_specs
-from ...config import JUDGES, THRESHOLD_FIELDS, SpecReasonConfig, parse_judge
+from ...config import SpecReasonConfig
 from ...errors import ConfigError
+from ...judges.registry import judge_specs, parse_judge, threshold_field
 
 MODES: tuple[str, ...] = (
     "base",
@@ -93,7 +94,7 @@ class Run:
             return "tau"
         if self.mode == "oracle":
             return "margin"
-        return THRESHOLD_FIELDS.get(parse_judge(self.judge or "score")[-1], "threshold")
+        return threshold_field(self.judge or "score") or "threshold"
 
     @property
     def label(self) -> str:
@@ -257,7 +258,7 @@ def parse_judges(text: str) -> list[str]:
     """Judge names of a comma list (each may be a cascade ``a+b``); ConfigError if unknown."""
     names = list(dict.fromkeys(_items(text)))
     if not names:
-        raise ConfigError(f"--judge is empty; judges: {', '.join(JUDGES)}")
+        raise ConfigError(f"--judge is empty; judges: {', '.join(judge_specs())}")
     for name in names:
         parse_judge(name)
     return names

@@ -41,9 +41,10 @@ from typing import Any
 
 from tqdm import tqdm
 
-from ...config import SpecReasonConfig, config_default, judge_settings, parse_judge
+from ...config import SpecReasonConfig, config_default, judge_settings
 from ...endpoint import endpoint_pair
 from ...errors import ConfigError
+from ...judges.registry import parse_judge
 from ...serving.profiles import load_profile
 from .datasets import Problem, load_problems
 from .modes import DEFAULT_SD_VARIANT, SD_MODES, Run, parse_agree_rules, parse_steps_ahead

@@ -52,8 +52,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...config import parse_judge
 from ...errors import ConfigError
+from ...judges.registry import parse_judge
 
 AGREE_K: tuple[int, ...] = (1, 2)
 """The agreeing steps per round the agreement ceilings are computed at."""

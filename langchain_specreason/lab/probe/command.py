@@ -24,11 +24,12 @@ from typing import Any
 
 from tqdm import tqdm
 
-from ...config import DEFAULT_JUDGE, SpecReasonConfig, parse_judge
+from ...config import DEFAULT_JUDGE, SpecReasonConfig
 from ...endpoint import ChatRequest, Endpoint, endpoint_pair
 from ...errors import ConfigError
 from ...formats import PromptFormat, get_format
 from ...judges import make_judge
+from ...judges.registry import judge_specs, parse_judge
 from ...serving.profiles import load_profile
 from ..bench.modes import DEFAULT_SD_VARIANT
 from ..bench.servers import ServerSource, add_server_flags, api_key_of
@@ -70,7 +71,9 @@ def add_parser(subparsers: Any) -> None:
         "GSM8K-like questions",
     )
     p.add_argument(
-        "--judge", default=DEFAULT_JUDGE, help=f"judge to time (default: {DEFAULT_JUDGE})"
+        "--judge",
+        default=DEFAULT_JUDGE,
+        help=f"judge to time: {', '.join(judge_specs())}; a+b cascades (default: {DEFAULT_JUDGE})",
     )
     p.add_argument(
         "--max-tokens", type=int, default=48, help="tokens each decode request writes (48)"
