@@ -39,12 +39,14 @@ class OracleJudge:
         fmt: PromptFormat,
         *,
         tau: float = 0.0,
-        method: ScoreMethod = "average",
+        score_method: ScoreMethod = "average",
         top_logprobs: int = 10,
     ) -> OracleJudge:
         """The oracle with the base model's own 0-9 score as the step scorer."""
         return cls(
-            base, BaseModelScorer(base, fmt, method=method, top_logprobs=top_logprobs), tau=tau
+            base,
+            BaseModelScorer(base, fmt, score_method=score_method, top_logprobs=top_logprobs),
+            tau=tau,
         )
 
     async def judge(self, ctx: StepContext) -> Verdict:

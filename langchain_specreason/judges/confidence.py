@@ -18,9 +18,9 @@ class ConfidenceJudge:
     no server call. A step without them is accepted (nothing to judge by) and says so.
     """
 
-    def __init__(self, *, threshold: float, how: Aggregate = "mean") -> None:
+    def __init__(self, *, threshold: float, logprob_aggregate: Aggregate = "mean") -> None:
         self.threshold = threshold
-        self.how = how
+        self.logprob_aggregate = logprob_aggregate
 
     async def judge(self, ctx: StepContext) -> Verdict:
         """Aggregate the draft's own token log-probabilities and compare with the threshold."""
@@ -30,12 +30,12 @@ class ConfidenceJudge:
         texts: list[str | None] = [None] * len(values)
         if ctx.step_tokens is not None and len(ctx.step_tokens) == len(values):
             texts = list(ctx.step_tokens)
-        value = aggregate(values, self.how, texts)
+        value = aggregate(values, self.logprob_aggregate, texts)
         return Verdict(
             score=value,
             accept=value >= self.threshold,
             detail={
-                "aggregate": self.how,
+                "aggregate": self.logprob_aggregate,
                 "step_tokens": len(values),
                 "mean_logprob": round(aggregate(values, "mean"), 4),
                 "min_logprob": round(aggregate(values, "min"), 4),
@@ -47,7 +47,7 @@ SPEC = JudgeSpec(
     name="confidence",
     description="the draft model's own log-probability of the step's tokens (no call)",
     build=lambda settings, draft, base, fmt: ConfidenceJudge(
-        threshold=settings["confidence_threshold"], how=settings["logprob_aggregate"]
+        threshold=settings["confidence_threshold"], logprob_aggregate=settings["logprob_aggregate"]
     ),
     threshold_field="confidence_threshold",
     threshold_range=(float("-inf"), 0.0),

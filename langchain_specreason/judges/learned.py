@@ -134,7 +134,7 @@ class LearnedJudge:
         *,
         threshold: float = 0.5,
     ) -> None:
-        self.scorer = LikelihoodScorer(endpoint, fmt, how="mean")
+        self.scorer = LikelihoodScorer(endpoint, fmt, logprob_aggregate="mean")
         self.model = model
         self.threshold = threshold
 

@@ -82,12 +82,12 @@ class LikelihoodScorer:
         endpoint: TokenScorer,
         fmt: PromptFormat,
         *,
-        how: Aggregate = "mean",
+        logprob_aggregate: Aggregate = "mean",
         read_cache: bool = True,
     ) -> None:
         self.endpoint = endpoint
         self.fmt = fmt
-        self.how = how
+        self.logprob_aggregate = logprob_aggregate
         self.read_cache = read_cache
         self._prefixes: OrderedDict[str, list[int]] = OrderedDict()
         self._seen: OrderedDict[tuple[int, ...], tuple[list[float | None], list[str | None]]] = (
@@ -144,7 +144,7 @@ class LikelihoodScorer:
                 logprobs[position], tokens[position] = self._recall(full, position)
         seconds, recomputed, skipped_first = done.seconds, False, False
         if (
-            self.how == "math"
+            self.logprob_aggregate == "math"
             and logprobs[start] is None
             and all(lp is not None for lp in logprobs[start + 1 :])
         ):
@@ -174,7 +174,7 @@ class LikelihoodScorer:
         values = [lp for lp, _ in pairs]
         texts = [tok for _, tok in pairs]
         detail: dict[str, Any] = {
-            "aggregate": self.how,
+            "aggregate": self.logprob_aggregate,
             "step_tokens": len(full) - start,
             "mean_logprob": round(aggregate(values, "mean"), 4),
             "min_logprob": round(aggregate(values, "min"), 4),
@@ -187,7 +187,7 @@ class LikelihoodScorer:
         if skipped_first:
             detail["first_token_unscored"] = True
         return Score(
-            value=aggregate(values, self.how, texts),
+            value=aggregate(values, self.logprob_aggregate, texts),
             seconds=seconds,
             prompt_tokens=done.prompt_tokens,
             cached_tokens=done.cached_tokens,
@@ -199,9 +199,14 @@ class LikelihoodJudge:
     """``likelihood``: keep the step when the base model finds it likely enough."""
 
     def __init__(
-        self, endpoint: TokenScorer, fmt: PromptFormat, *, threshold: float, how: Aggregate = "mean"
+        self,
+        endpoint: TokenScorer,
+        fmt: PromptFormat,
+        *,
+        threshold: float,
+        logprob_aggregate: Aggregate = "mean",
     ) -> None:
-        self.scorer = LikelihoodScorer(endpoint, fmt, how=how)
+        self.scorer = LikelihoodScorer(endpoint, fmt, logprob_aggregate=logprob_aggregate)
         self.threshold = threshold
 
     async def judge(self, ctx: StepContext) -> Verdict:
@@ -217,7 +222,7 @@ SPEC = JudgeSpec(
         base,  # type: ignore[arg-type]  # the registry checks the base_prompt_logprobs need
         fmt,
         threshold=settings["likelihood_threshold"],
-        how=settings["logprob_aggregate"],
+        logprob_aggregate=settings["logprob_aggregate"],
     ),
     threshold_field="likelihood_threshold",
     threshold_range=(float("-inf"), 0.0),

@@ -131,13 +131,13 @@ class BaseModelScorer:
         endpoint: Endpoint,
         fmt: PromptFormat,
         *,
-        method: ScoreMethod = "greedy",
+        score_method: ScoreMethod = "greedy",
         top_logprobs: int = 10,
         wording: Wording = "short",
     ) -> None:
         self.endpoint = endpoint
         self.fmt = fmt
-        self.method = method
+        self.score_method = score_method
         self.top_logprobs = top_logprobs
         self.wording = wording
 
@@ -154,7 +154,7 @@ class BaseModelScorer:
                 top_logprobs=self.top_logprobs,
             )
         )
-        if self.method == "average":
+        if self.score_method == "average":
             value = average_score(done.top_logprobs)
         else:
             value = greedy_score(done.text)
@@ -179,12 +179,12 @@ class BaseModelJudge:
         fmt: PromptFormat,
         *,
         threshold: float = 7.0,
-        method: ScoreMethod = "greedy",
+        score_method: ScoreMethod = "greedy",
         top_logprobs: int = 10,
         wording: Wording = "short",
     ) -> None:
         self.scorer = BaseModelScorer(
-            endpoint, fmt, method=method, top_logprobs=top_logprobs, wording=wording
+            endpoint, fmt, score_method=score_method, top_logprobs=top_logprobs, wording=wording
         )
         self.threshold = threshold
 
@@ -201,7 +201,7 @@ SPEC = JudgeSpec(
         base,
         fmt,
         threshold=settings["threshold"],
-        method=settings["score_method"],
+        score_method=settings["score_method"],
         top_logprobs=settings["judge_top_logprobs"],
         wording=settings["judge_wording"],
     ),

@@ -79,7 +79,9 @@ async def test_likelihood_judge_prefills_little_more_than_the_step(servers):
 async def test_likelihood_ranks_a_corrupted_result_below_the_right_one(servers):
     # one pinned pair, not a quality claim: the right sum must not be *less* likely than 48+24=75
     base = OpenAIEndpoint(servers.base_url, name="base", max_retries=1)
-    judge = LikelihoodJudge(base, get_format(servers.family), threshold=-1.0, how="min")
+    judge = LikelihoodJudge(
+        base, get_format(servers.family), threshold=-1.0, logprob_aggregate="min"
+    )
     right = await judge.judge(ctx([STEP_1], STEP_2))
     wrong = await judge.judge(ctx([STEP_1], STEP_2.replace("72", "75")))
     assert wrong.score < right.score

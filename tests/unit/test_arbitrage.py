@@ -69,7 +69,7 @@ class FakeRouter:
 async def test_oracle_keeps_the_better_step_and_never_asks_the_base_twice():
     draft = ScriptedEndpoint("draft", draft_handler)
     base = ScriptedEndpoint("base", base_handler)
-    scorer = BaseModelScorer(base, get_format("instruct"), method="average")
+    scorer = BaseModelScorer(base, get_format("instruct"), score_method="average")
     graph = create_specreason_graph(
         draft, base, judge=OracleJudge(base, scorer), config=SpecReasonConfig()
     )

@@ -73,7 +73,7 @@ class FakeScorerServer:
 
 async def test_likelihood_judge_scores_only_the_steps_tokens():
     server = FakeScorerServer(low="7")
-    judge = LikelihoodJudge(server, FMT, threshold=-0.5, how="mean")
+    judge = LikelihoodJudge(server, FMT, threshold=-0.5, logprob_aggregate="mean")
     good = await judge.judge(ctx("48/2 = 24\n\n", steps=("First.\n\n",)))
     bad = await judge.judge(ctx("48/2 = 27\n\n", steps=("First.\n\n",)))
     assert good.accept and good.score == pytest.approx(-0.1)
@@ -88,7 +88,7 @@ async def test_likelihood_judge_scores_only_the_steps_tokens():
 
 
 async def test_likelihood_min_aggregate_is_the_least_likely_token():
-    judge = LikelihoodJudge(FakeScorerServer(low="7"), FMT, threshold=-1.0, how="min")
+    judge = LikelihoodJudge(FakeScorerServer(low="7"), FMT, threshold=-1.0, logprob_aggregate="min")
     verdict = await judge.judge(ctx("48/2 = 27\n\n"))
     assert verdict.score == pytest.approx(-5.0)
     assert not verdict.accept
@@ -121,21 +121,21 @@ async def test_math_aggregate_skips_an_unscored_first_word_instead_of_rescoring(
     # the cache ends exactly where the step starts: vLLM gives no logprob for its first token
     start = len(CONV[0]["content"])  # FakeScorerServer: one token per character
     server = FakeScorerServer(low="7", cached=start)
-    judge = LikelihoodJudge(server, FMT, threshold=-3.5, how="math")
+    judge = LikelihoodJudge(server, FMT, threshold=-3.5, logprob_aggregate="math")
     verdict = await judge.judge(ctx("She sold 48/2 = 27 clips.\n\n"))
     assert [read for _, read in server.calls] == [True]  # no second call
     assert verdict.detail["first_token_unscored"] is True
     assert verdict.score == -5.0 and not verdict.accept
     # a step starting with a number is rescored: its first token may be what is wrong
     server2 = FakeScorerServer(low="7", cached=start)
-    judge2 = LikelihoodJudge(server2, FMT, threshold=-3.5, how="math")
+    judge2 = LikelihoodJudge(server2, FMT, threshold=-3.5, logprob_aggregate="math")
     again = await judge2.judge(ctx("7 clips.\n\n"))
     assert [read for _, read in server2.calls] == [True, False]
     assert again.detail["recomputed"] is True and again.score == -5.0
 
 
 async def test_confidence_judge_reads_the_drafts_logprobs_and_calls_nothing():
-    judge = ConfidenceJudge(threshold=-0.5, how="mean")
+    judge = ConfidenceJudge(threshold=-0.5, logprob_aggregate="mean")
     assert (await judge.judge(ctx("x", logprobs=[-0.1, -0.2]))).accept
     low = await judge.judge(ctx("x", logprobs=[-0.1, -3.0]))
     assert not low.accept and low.score == pytest.approx(-1.55)

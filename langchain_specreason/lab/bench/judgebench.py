@@ -156,11 +156,11 @@ class Measures:
     ):
         self.draft, self.base, self.fmt = draft, base, fmt
         self._api_key = api_key
-        self.likelihood = LikelihoodScorer(base, fmt, how="mean")
-        self.confidence = LikelihoodScorer(draft, fmt, how="mean")
-        self.score = BaseModelScorer(base, fmt, method="greedy", top_logprobs=10)
+        self.likelihood = LikelihoodScorer(base, fmt, logprob_aggregate="mean")
+        self.confidence = LikelihoodScorer(draft, fmt, logprob_aggregate="mean")
+        self.score = BaseModelScorer(base, fmt, score_method="greedy", top_logprobs=10)
         self.reference = BaseModelScorer(
-            base, fmt, method="greedy", top_logprobs=10, wording="reference"
+            base, fmt, score_method="greedy", top_logprobs=10, wording="reference"
         )
 
     def endpoint(self, measure: str) -> OpenAIEndpoint | None:

@@ -107,11 +107,11 @@ async def label_problems(
         if not isinstance(base, TokenScorer):
             raise ConfigError("--scorer likelihood needs a vLLM base endpoint")
         judge = OracleJudge(
-            base, LikelihoodScorer(base, fmt, how=config.logprob_aggregate), tau=tau
+            base, LikelihoodScorer(base, fmt, logprob_aggregate=config.logprob_aggregate), tau=tau
         )
     elif scorer == "score":
         judge = OracleJudge.scored_by_base(
-            base, fmt, tau=tau, method=score_method, top_logprobs=config.judge_top_logprobs
+            base, fmt, tau=tau, score_method=score_method, top_logprobs=config.judge_top_logprobs
         )
     else:
         raise ConfigError(f"unknown step scorer {scorer!r}; scorers: score, likelihood")
