@@ -22,7 +22,7 @@ server's prefix cache can reuse it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -85,6 +85,31 @@ def get_format(family: str | PromptFormat) -> PromptFormat:
     except KeyError:
         known = ", ".join(FORMATS)
         raise ConfigError(f"unknown prompt family {family!r}; known: {known}") from None
+
+
+THINKING_SWITCHES = ("enable_thinking", "thinking")
+"""``chat_template_kwargs`` keys that turn a model's thinking on or off (Qwen3's
+``enable_thinking``; ``thinking`` in DeepSeek-V3.1 and Granite templates)."""
+
+
+def check_thinking_switch(fmt: PromptFormat, extra_body: Mapping[str, Any] | None) -> None:
+    """ConfigError when ``extra_body`` turns thinking off for a family that thinks.
+
+    A ``think`` family speculates on the text inside ``<think>...</think>``: with
+    ``chat_template_kwargs={"enable_thinking": False}`` there is none to speculate on. Turning
+    it on (or leaving it out) passes through; requests continue an open ``<think>`` message, so
+    the switch, which only shapes the template's generation prompt, changes nothing there.
+    """
+    kwargs = (extra_body or {}).get("chat_template_kwargs") or {}
+    if not fmt.thinking_end or not isinstance(kwargs, Mapping):
+        return
+    for key in THINKING_SWITCHES:
+        if key in kwargs and kwargs[key] is False:
+            raise ConfigError(
+                f"chat_template_kwargs {{{key!r}: False}} turns the model's thinking off, but "
+                "family='think' speculates on the thinking: drop the switch, or run the model "
+                "without thinking as family='instruct' (its reply is then the reasoning)"
+            )
 
 
 def to_openai_messages(messages: Sequence[BaseMessage | dict[str, Any]]) -> list[dict[str, Any]]:
