@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import json
 import time
 import weakref
@@ -33,12 +32,11 @@ import openai
 from pydantic import SecretStr
 from tenacity import (
     AsyncRetrying,
-    RetryCallState,
     RetryError,
     retry_if_exception,
     stop_after_attempt,
-    wait_exponential_jitter,
 )
+from tenacity import wait_exponential_jitter as wait_exponential_jitter  # tests patch it here
 
 import langchain_specreason.sync_bridge as sync_bridge  # its loop runs the sync API
 
@@ -51,119 +49,12 @@ from ..errors import (
     endpoint_error,
 )
 from .base import ChatRequest, Classified, Completion, PromptLogprobs
+from .extra_body import RESERVED_BODY_KEYS as RESERVED_BODY_KEYS
+from .extra_body import check_extra_body
+from .replies import _add_usage, _choice, generated_text
+from .retries import MAX_RETRY_AFTER, _is_context_error, _is_transient, _message, _wait, retry_after
 from .routing import RoutingHeaders
-
-READ_PREFIX_CACHE_XARG = "specreason_read_prefix_cache"
-"""The ``vllm_xargs`` key that lets a ``prompt_logprobs`` request read the prefix cache (the
-server-side half is :mod:`langchain_specreason.serving.vllm_plugin`)."""
-
-
-RESERVED_BODY_KEYS = frozenset(
-    {
-        "messages",
-        "model",
-        "stream",
-        "stream_options",
-        "n",
-        "tools",
-        "tool_choice",
-        "response_format",
-        "max_tokens",
-        "max_completion_tokens",
-        "temperature",
-        "top_p",
-        "seed",
-        "stop",
-        "logprobs",
-        "top_logprobs",
-        "prompt_logprobs",
-        "continue_final_message",
-        "add_generation_prompt",
-    }
-)
-"""Request fields SpecReason sets on each call itself: not accepted in ``extra_body``."""
-
-
-def check_extra_body(extra: Mapping[str, Any] | None, what: str = "extra_body") -> dict[str, Any]:
-    """``extra`` as a dict, refusing the fields SpecReason sets per call (a typed error)."""
-    extra = dict(extra or {})
-    taken = sorted(RESERVED_BODY_KEYS.intersection(extra))
-    if taken:
-        unsupported = [k for k in taken if k in ("n", "logprobs", "top_logprobs")]
-        raise ConfigError(
-            f"{what} may not set {', '.join(taken)}: SpecReason sets them on each call (steps, "
-            "judge, answer); use the fields / call arguments (temperature, max_tokens, seed, "
-            "stop, tools, with_structured_output) instead"
-            + (
-                f"; {', '.join(unsupported)}: not supported (one answer per call; the judges "
-                "ask for logprobs themselves)"
-                if unsupported
-                else ""
-            )
-        )
-    return extra
-
-
-_RETRY_STATUS = {408, 429}
-MAX_RETRY_AFTER = 120.0
-"""Longest ``Retry-After`` honoured, in seconds (the openai SDK's own cap); a longer one is not
-waited for: the error is raised at once."""
-_BACKOFF = wait_exponential_jitter(multiplier=0.5, max=8.0)
-
-
-def server_root(base_url: str) -> str:
-    """The server's root URL from its OpenAI base URL (vLLM's own routes live there)."""
-    return base_url.rstrip("/").removesuffix("/v1")
-
-
-def retry_after(exc: BaseException | None) -> float | None:
-    """Seconds the server asked to wait (``Retry-After``/``retry-after-ms``), if it did."""
-    if not isinstance(exc, openai.APIStatusError):
-        return None
-    headers = exc.response.headers
-    for header, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(header)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) * scale)
-        except ValueError:
-            when = email.utils.parsedate_tz(value)  # an HTTP date
-            if when is not None:
-                return max(0.0, email.utils.mktime_tz(when) - time.time())
-    return None
-
-
-def _is_transient(exc: BaseException) -> bool:
-    if isinstance(exc, openai.APIConnectionError | openai.APITimeoutError):
-        return True
-    if isinstance(exc, openai.APIStatusError):
-        wait = retry_after(exc)
-        if wait is not None and wait > MAX_RETRY_AFTER:
-            return False  # the server is not coming back soon: say so now
-        return exc.status_code in _RETRY_STATUS or exc.status_code >= 500
-    return False
-
-
-def _wait(state: RetryCallState) -> float:
-    """The server's ``Retry-After`` when it sent one, else exponential back-off with jitter."""
-    outcome = state.outcome
-    wait = retry_after(outcome.exception() if outcome is not None else None)
-    return wait if wait is not None else _BACKOFF(state)
-
-
-def _is_context_error(exc: openai.APIStatusError) -> bool:
-    text = f"{exc} {_message(exc)}".lower()
-    return exc.status_code == 400 and any(
-        key in text
-        for key in (
-            "maximum context length",
-            "max_model_len",
-            "context length",
-            "too long",
-            "max_tokens' is too large",
-        )
-    )
+from .vllm_routes import READ_PREFIX_CACHE_XARG, server_root
 
 
 def endpoint_pair(
@@ -828,53 +719,3 @@ class OpenAIEndpoint:
         final.tool_calls = [tool_parts[i] for i in sorted(tool_parts)]
         final.seconds = time.perf_counter() - start
         yield final
-
-
-def generated_text(message: Any) -> str:
-    """All the text a reply's message (or a stream's delta) holds, as the model generated it.
-
-    A server started with ``--reasoning-parser`` (``deepseek_r1``, ``qwen3``, ...) moves what
-    it takes for thinking out of ``content`` into ``reasoning`` (``reasoning_content`` before
-    vLLM 0.11). A step continues the thinking, so it would arrive empty; the two together are
-    the generated text (the parser only splits it, at the end-of-thinking tag).
-    """
-    extra = getattr(message, "model_extra", None) or {}
-    reasoning = extra.get("reasoning") or extra.get("reasoning_content") or ""
-    return reasoning + (message.content or "")
-
-
-def _choice(choice: Any, request: ChatRequest, seconds: float) -> Completion:
-    """One choice of a chat-completions reply as a :class:`Completion` (no usage)."""
-    out = Completion(
-        text=generated_text(choice.message),
-        finish_reason=choice.finish_reason,
-        stop_reason=(choice.model_extra or {}).get("stop_reason"),
-        seconds=seconds,
-        tool_calls=[tc.model_dump() for tc in (choice.message.tool_calls or [])],
-    )
-    content = choice.logprobs.content if choice.logprobs else None
-    if content:
-        out.top_logprobs = [(t.token, t.logprob) for t in content[0].top_logprobs]
-        if request.logprobs:
-            out.token_logprobs = [t.logprob for t in content]
-            out.token_texts = [t.token for t in content]
-    return out
-
-
-def _add_usage(out: Completion, usage: Any) -> None:
-    if usage is None:
-        return
-    out.prompt_tokens = usage.prompt_tokens or 0
-    out.completion_tokens = usage.completion_tokens or 0
-    details = getattr(usage, "prompt_tokens_details", None)
-    if details is not None and getattr(details, "cached_tokens", None) is not None:
-        out.cached_tokens = details.cached_tokens
-
-
-def _message(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        msg = body.get("message") or (body.get("error") or {}).get("message")
-        if msg:
-            return str(msg).splitlines()[0][:300]
-    return str(exc).splitlines()[0][:300]
