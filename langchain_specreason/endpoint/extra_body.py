@@ -1,4 +1,8 @@
-"""An endpoint wrapper that adds a call's ``extra_body`` to each chat request."""
+"""A chat request's body: the fields ``extra_body`` may not set, the arguments of a request.
+
+:class:`WithExtraBody` is an endpoint wrapper that adds a call's ``extra_body`` to each chat
+request.
+"""
 
 from __future__ import annotations
 
@@ -53,6 +57,45 @@ def check_extra_body(extra: Mapping[str, Any] | None, what: str = "extra_body") 
             )
         )
     return extra
+
+
+def chat_arguments(
+    request: ChatRequest, model: str, extra_body: Mapping[str, Any], timeout: Any
+) -> dict[str, Any]:
+    """The chat-completions arguments of ``request`` to ``model`` (the openai SDK's).
+
+    ``extra_body`` is the endpoint's, merged under the request's own; ``timeout`` bounds the
+    call.
+    """
+    extra: dict[str, Any] = {**extra_body, **(request.extra_body or {})}
+    if request.continue_final:
+        extra.update(continue_final_message=True, add_generation_prompt=False)
+    kwargs: dict[str, Any] = dict(
+        model=model,
+        messages=request.messages,
+        max_tokens=request.max_tokens,
+        temperature=request.temperature,
+        top_p=request.top_p,
+        extra_body=extra,
+        timeout=timeout,
+    )
+    if request.stop:
+        kwargs["stop"] = request.stop
+    if request.seed is not None:
+        kwargs["seed"] = request.seed
+    if request.top_logprobs:
+        kwargs.update(logprobs=True, top_logprobs=request.top_logprobs)
+    elif request.logprobs:
+        kwargs["logprobs"] = True
+    if request.tools:
+        kwargs["tools"] = request.tools
+        if request.tool_choice is not None:
+            kwargs["tool_choice"] = request.tool_choice
+        if request.parallel_tool_calls is not None:
+            kwargs["parallel_tool_calls"] = request.parallel_tool_calls
+    if request.response_format:
+        kwargs["response_format"] = request.response_format
+    return kwargs
 
 
 class WithExtraBody:

@@ -1,11 +1,9 @@
 """An OpenAI-compatible server (vLLM) as an endpoint.
 
 :class:`OpenAIEndpoint` is an OpenAI-compatible server (vLLM) reached through the openai SDK.
-Transient failures (connection errors, timeouts, 408, 429, 5xx) are retried with tenacity,
-with exponential back-off (or the server's ``Retry-After``, up to two minutes) and a bounded
-number of attempts; then an :class:`EndpointError` naming the endpoint is raised. Other errors
-are not retried: a prompt that does not fit the context window becomes
-:class:`ContextLengthError`, anything else an :class:`EndpointError`.
+Transient failures are retried a bounded number of times, and errors become the package's
+typed errors (see :mod:`.retries`); replies are read in :mod:`.replies`, vLLM's own routes
+(``/tokenize``, prompt logprobs, ``/classify``) are in :mod:`.vllm_routes`.
 
 Requests carry the endpoint's ``extra_body`` (vLLM's sampling options, ``chat_template_kwargs``,
 ...) and ``default_headers``. ``http_client`` / ``http_async_client`` are ``httpx2.AsyncClient``
@@ -21,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -30,31 +27,22 @@ from typing import Any
 import httpx2 as httpx  # the HTTP library of the openai SDK (>= 3)
 import openai
 from pydantic import SecretStr
-from tenacity import (
-    AsyncRetrying,
-    RetryError,
-    retry_if_exception,
-    stop_after_attempt,
-)
 from tenacity import wait_exponential_jitter as wait_exponential_jitter  # tests patch it here
 
-import langchain_specreason.sync_bridge as sync_bridge  # its loop runs the sync API
+import langchain_specreason.endpoint.vllm_routes as vllm_routes  # its routes, by their names
 
-from ..errors import (
-    ConfigError,
-    ContextLengthError,
-    EndpointConnectionError,
-    EndpointError,
-    EndpointTimeoutError,
-    endpoint_error,
-)
+from ..errors import ConfigError, EndpointError, endpoint_error
 from .base import ChatRequest, Classified, Completion, PromptLogprobs
+from .clients import Bindings, given_client, sdk_client
 from .extra_body import RESERVED_BODY_KEYS as RESERVED_BODY_KEYS
-from .extra_body import check_extra_body
-from .replies import _add_usage, _choice, generated_text
-from .retries import MAX_RETRY_AFTER, _is_context_error, _is_transient, _message, _wait, retry_after
-from .routing import RoutingHeaders
-from .vllm_routes import READ_PREFIX_CACHE_XARG, server_root
+from .extra_body import chat_arguments, check_extra_body
+from .replies import _add_usage, _choice, as_chat_completion, read_stream
+from .replies import generated_text as generated_text
+from .retries import MAX_RETRY_AFTER as MAX_RETRY_AFTER
+from .retries import retried
+from .retries import retry_after as retry_after
+from .vllm_routes import READ_PREFIX_CACHE_XARG as READ_PREFIX_CACHE_XARG
+from .vllm_routes import server_root as server_root
 
 
 def endpoint_pair(
@@ -185,7 +173,7 @@ class OpenAIEndpoint:
             raise ConfigError("pass a transport or HTTP clients, not both")
         self.http_client = http_client
         self.http_async_client = http_async_client
-        self._bound: dict[int, weakref.ReferenceType[asyncio.AbstractEventLoop]] = {}
+        self._bound: Bindings = {}
         self._window: int | None = None
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI]
         self._clients = weakref.WeakKeyDictionary()
@@ -202,44 +190,19 @@ class OpenAIEndpoint:
         client = self._clients.get(loop)
         if client is None:
             timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
-            http_client = self._given_client(loop)
-            if http_client is None and self._transport is not None:
-                http_client = httpx.AsyncClient(transport=self._transport, timeout=timeout)
-            client = openai.AsyncOpenAI(
-                base_url=self.base_url,
-                api_key=self._api_key.get_secret_value(),
-                timeout=timeout,
-                max_retries=0,
-                http_client=http_client,
-                # read at each request: the run's routing key (X-Session-ID) goes along
-                default_headers=RoutingHeaders(self.default_headers),
+            given = given_client(
+                loop, self.http_client, self.http_async_client, self._bound, self.name
+            )
+            client = sdk_client(
+                self.base_url,
+                self._api_key.get_secret_value(),
+                timeout,
+                given,
+                self._transport,
+                self.default_headers,
             )
             self._clients[loop] = client
         return client
-
-    def _given_client(self, loop: asyncio.AbstractEventLoop) -> httpx.AsyncClient | None:
-        """The caller's HTTP client for ``loop``, bound to it (a pool serves one loop)."""
-        sync = loop is sync_bridge._LOOP  # the loop thread of the sync API
-        chosen, label = (
-            (self.http_client, "http_client")
-            if sync and self.http_client
-            else (self.http_async_client, "http_async_client")
-            if self.http_async_client
-            else (self.http_client, "http_client")
-        )
-        if chosen is None:
-            return None
-        bound = self._bound.get(id(chosen))
-        if bound is not None and bound() is not loop:
-            raise ConfigError(
-                f"{self.name} endpoint: the {label} given is already used on another event "
-                "loop, and an httpx2 client's connection pool serves one loop only (sync "
-                "calls run on their own loop thread): pass http_client= for the sync API and "
-                "http_async_client= for the async one, or create the model inside the loop "
-                "that runs it"
-            )
-        self._bound[id(chosen)] = weakref.ref(loop)
-        return chosen
 
     def _gate(self) -> contextlib.AbstractAsyncContextManager[Any]:
         """Holds one of ``max_concurrency`` places while a call is in flight."""
@@ -267,62 +230,9 @@ class OpenAIEndpoint:
         return await self._retried(attempt, _retry=_retry)
 
     async def _retried(self, fn: Any, *args: Any, _retry: bool = True, **kwargs: Any) -> Any:
-        try:
-            async for attempt in AsyncRetrying(
-                retry=retry_if_exception(_is_transient),
-                stop=stop_after_attempt(self.max_retries + 1 if _retry else 1),
-                wait=_wait,
-                reraise=True,
-            ):
-                with attempt:
-                    return await fn(*args, **kwargs)
-        except openai.APIStatusError as exc:
-            if _is_context_error(exc):
-                raise ContextLengthError(
-                    self.name, self.base_url, _message(exc), 400, cause=exc
-                ) from exc
-            wait = retry_after(exc)
-            if wait is not None and wait > MAX_RETRY_AFTER:
-                raise endpoint_error(
-                    self.name,
-                    self.base_url,
-                    f"HTTP {exc.status_code}, and the server asks to retry after {wait:.0f} s "
-                    f"(more than {MAX_RETRY_AFTER:.0f} s): {_message(exc)}",
-                    exc,
-                ) from exc
-            if _is_transient(exc):
-                raise endpoint_error(
-                    self.name,
-                    self.base_url,
-                    f"HTTP {exc.status_code} after {self.max_retries + 1} attempts: "
-                    f"{_message(exc)}",
-                    exc,
-                ) from exc
-            raise endpoint_error(
-                self.name,
-                self.base_url,
-                f"HTTP {exc.status_code}: {_message(exc)}",
-                exc,
-                status=exc.status_code,
-            ) from exc
-        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
-            what = "timed out" if isinstance(exc, openai.APITimeoutError) else "unreachable"
-            tries = self.max_retries + 1
-            raise endpoint_error(
-                self.name,
-                self.base_url,
-                f"{what} after {tries} attempt{'s' if tries > 1 else ''} "
-                f"({type(exc).__name__}); "
-                f"is the server running?",
-                exc,
-            ) from exc
-        except json.JSONDecodeError as exc:  # status 200 with a body that is not JSON
-            raise EndpointError(
-                self.name, self.base_url, f"malformed reply: not valid JSON ({exc.msg})"
-            ) from exc
-        except RetryError as exc:  # pragma: no cover - reraise=True makes this unreachable
-            raise EndpointError(self.name, self.base_url, str(exc)) from exc
-        raise AssertionError("unreachable")  # pragma: no cover
+        return await retried(
+            self.name, self.base_url, self.max_retries, fn, *args, _retry=_retry, **kwargs
+        )
 
     async def model_name(self, *, retry: bool = True) -> str:
         """The served model name, discovered from ``/v1/models`` when not given."""
@@ -379,35 +289,9 @@ class OpenAIEndpoint:
         return None
 
     async def _kwargs(self, request: ChatRequest) -> dict[str, Any]:
-        extra: dict[str, Any] = {**self.extra_body, **(request.extra_body or {})}
-        if request.continue_final:
-            extra.update(continue_final_message=True, add_generation_prompt=False)
-        kwargs: dict[str, Any] = dict(
-            model=await self.model_name(),
-            messages=request.messages,
-            max_tokens=request.max_tokens,
-            temperature=request.temperature,
-            top_p=request.top_p,
-            extra_body=extra,
-            timeout=self._short if request.max_tokens <= 1 else self._limit(self.timeout),
-        )
-        if request.stop:
-            kwargs["stop"] = request.stop
-        if request.seed is not None:
-            kwargs["seed"] = request.seed
-        if request.top_logprobs:
-            kwargs.update(logprobs=True, top_logprobs=request.top_logprobs)
-        elif request.logprobs:
-            kwargs["logprobs"] = True
-        if request.tools:
-            kwargs["tools"] = request.tools
-            if request.tool_choice is not None:
-                kwargs["tool_choice"] = request.tool_choice
-            if request.parallel_tool_calls is not None:
-                kwargs["parallel_tool_calls"] = request.parallel_tool_calls
-        if request.response_format:
-            kwargs["response_format"] = request.response_format
-        return kwargs
+        model = await self.model_name()
+        timeout = self._short if request.max_tokens <= 1 else self._limit(self.timeout)
+        return chat_arguments(request, model, self.extra_body, timeout)
 
     async def complete(self, request: ChatRequest) -> Completion:
         """Run ``request`` and return the whole completion."""
@@ -422,15 +306,7 @@ class OpenAIEndpoint:
         return out
 
     def _completion(self, resp: Any) -> Any:
-        """``resp`` when it is a chat completion; an HTML page or text is a typed error."""
-        if not hasattr(resp, "choices"):
-            raise EndpointError(
-                self.name,
-                self.base_url,
-                f"malformed reply: not a chat completion ({type(resp).__name__} "
-                f"{str(resp)[:60]!r})",
-            )
-        return resp
+        return as_chat_completion(resp, self.name, self.base_url)
 
     async def sample(self, request: ChatRequest, n: int) -> list[Completion]:
         """``n`` completions of ``request`` in one call (the server batches them).
@@ -461,29 +337,16 @@ class OpenAIEndpoint:
         ``truncate`` keeps the last ``truncate`` tokens of each text (vLLM's
         ``truncate_prompt_tokens``).
         """
-        body: dict[str, Any] = {"model": await self.model_name(), "input": texts}
-        if truncate:
-            # vLLM's pooling endpoints cut from the right unless told otherwise
-            body.update(truncate_prompt_tokens=truncate, truncation_side="left")
-        url = server_root(self.base_url) + "/classify"
-        start = time.perf_counter()
-        resp = await self._call(
-            self.client.post, url, body=body, cast_to=object, options={"timeout": self._short}
-        )
-        seconds = time.perf_counter() - start
-        try:
-            rows = sorted(resp["data"], key=lambda row: row["index"])
-            probs = [[float(p) for p in row["probs"]] for row in rows]
-        except (KeyError, TypeError) as exc:
-            raise EndpointError(
-                self.name,
-                self.base_url,
-                f"/classify answered without probabilities: {exc!r}; "
-                "is this a classifier served with --runner pooling?",
-            ) from None
-        usage = resp.get("usage") or {}
-        return Classified(
-            probs=probs, prompt_tokens=int(usage.get("prompt_tokens") or 0), seconds=seconds
+        model = await self.model_name()
+        return await vllm_routes.classify(
+            self._call,
+            self.client,
+            self.name,
+            self.base_url,
+            model,
+            texts,
+            truncate=truncate,
+            timeout=self._short,
         )
 
     async def tokenize(
@@ -501,16 +364,13 @@ class OpenAIEndpoint:
         ``tools`` are rendered into the prompt as the chat template does. ``retry=False``:
         one attempt (a caller with a fallback of its own).
         """
-        body: dict[str, Any] = {
-            "model": await self.model_name(retry=retry),
-            "messages": messages,
-            "continue_final_message": continue_final,
-            "add_generation_prompt": not continue_final,
-        }
-        if tools:
-            body["tools"] = tools
-        if self.extra_body.get("chat_template_kwargs"):  # rendered as the requests are
-            body["chat_template_kwargs"] = self.extra_body["chat_template_kwargs"]
+        body = vllm_routes.chat_prompt(
+            await self.model_name(retry=retry),
+            messages,
+            continue_final=continue_final,
+            tools=tools,
+            chat_template_kwargs=self.extra_body.get("chat_template_kwargs"),
+        )
         return await self._tokenize(body, retry)
 
     async def tokenize_text(self, text: str, *, retry: bool = True) -> list[int]:
@@ -525,21 +385,15 @@ class OpenAIEndpoint:
         )
 
     async def _tokenize(self, body: dict[str, Any], retry: bool = True) -> list[int]:
-        url = server_root(self.base_url) + "/tokenize"
-        resp = await self._call(
-            self.client.post,
-            url,
-            body=body,
-            cast_to=object,
-            options={"timeout": self._short},
-            _retry=retry,
+        return await vllm_routes.tokenize(
+            self._call,
+            self.client,
+            self.name,
+            self.base_url,
+            body,
+            timeout=self._short,
+            retry=retry,
         )
-        try:
-            return [int(t) for t in resp["tokens"]]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise EndpointError(
-                self.name, self.base_url, f"/tokenize answered without tokens: {exc!r}"
-            ) from None
 
     async def count_tokens(
         self,
@@ -560,23 +414,7 @@ class OpenAIEndpoint:
         vLLM serves ``POST /reset_prefix_cache`` only with ``VLLM_SERVER_DEV_MODE=1`` (the CPU
         profiles set it). Not retried: a benchmark asks once before each problem.
         """
-        url = server_root(self.base_url) + "/reset_prefix_cache"
-        try:
-            await self.client.post(url, cast_to=httpx.Response)
-        except (openai.APIConnectionError, openai.APITimeoutError):
-            return None
-        except openai.APIStatusError:
-            return False
-        return True
-
-    async def metrics(self) -> str:
-        """The server's Prometheus page (``GET /metrics``, vLLM's counters); not retried."""
-        url = server_root(self.base_url) + "/metrics"
-        try:
-            resp = await self.client.get(url, cast_to=httpx.Response)
-        except (openai.APIConnectionError, openai.APITimeoutError, openai.APIStatusError) as exc:
-            raise EndpointError(self.name, self.base_url, f"/metrics: {exc}") from exc
-        return str(resp.text)
+        return await vllm_routes.reset_prefix_cache(self.client, self.base_url)
 
     async def models(self) -> list[dict[str, Any]]:
         """What the server lists at ``/v1/models`` (id, root, ``max_model_len``, ...)."""
@@ -592,53 +430,17 @@ class OpenAIEndpoint:
         the request asks a server running our vLLM plugin to read the cache anyway; positions
         read from it come back as ``None`` (see :attr:`PromptLogprobs.logprobs`).
         """
-        extra: dict[str, Any] = {"prompt_logprobs": 0}
-        if read_cache:
-            extra["vllm_xargs"] = {READ_PREFIX_CACHE_XARG: 1}
         start = time.perf_counter()
-        resp = await self._call(
-            self.client.completions.create,
-            model=await self.model_name(),
-            prompt=token_ids,
-            max_tokens=1,
-            temperature=0.0,
-            extra_body=extra,
+        return await vllm_routes.prompt_logprobs(
+            self._call,
+            self.client,
+            self.name,
+            self.base_url,
+            await self.model_name(),
+            token_ids,
+            read_cache=read_cache,
             timeout=self._short,
-        )
-        seconds = time.perf_counter() - start
-        try:
-            rows = (resp.choices[0].model_extra or {}).get("prompt_logprobs") or (
-                resp.model_extra or {}
-            ).get("prompt_logprobs")
-            if rows is None:
-                raise KeyError("prompt_logprobs")
-            values: list[float | None] = []
-            texts: list[str | None] = []
-            for position, row in enumerate(rows):
-                entry = None if row is None else row.get(str(token_ids[position]))
-                values.append(None if entry is None else float(entry["logprob"]))
-                texts.append(None if entry is None else entry.get("decoded_token"))
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise EndpointError(
-                self.name,
-                self.base_url,
-                f"/v1/completions answered without prompt_logprobs ({exc!r}); "
-                "is this a vLLM server?",
-            ) from None
-        usage = resp.usage
-        cached = None
-        details = getattr(usage, "prompt_tokens_details", None) if usage else None
-        if details is not None and getattr(details, "cached_tokens", None) is not None:
-            cached = int(details.cached_tokens)
-        if cached:  # not computed (our vLLM plugin zero-fills them)
-            values[:cached] = [None] * min(cached, len(values))
-            texts[:cached] = [None] * min(cached, len(texts))
-        return PromptLogprobs(
-            values,
-            texts,
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            cached_tokens=cached,
-            seconds=seconds,
+            start=start,
         )
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[Completion]:
@@ -657,65 +459,9 @@ class OpenAIEndpoint:
     async def _stream(self, kwargs: dict[str, Any]) -> AsyncIterator[Completion]:
         start = time.perf_counter()
         stream = await self._retried(self.client.chat.completions.create, **kwargs)
-        final = Completion(text="")
-        tool_parts: dict[int, dict[str, Any]] = {}
-        try:
-            async for chunk in stream:
-                if time.perf_counter() - start > self.timeout:  # a trickle, each read in time
-                    await stream.close()
-                    raise EndpointTimeoutError(
-                        self.name,
-                        self.base_url,
-                        f"generation took longer than timeout={self.timeout:g} s in all "
-                        "(the stream kept sending, too slowly)",
-                    )
-                if chunk.usage is not None:
-                    _add_usage(final, chunk.usage)
-                for choice in chunk.choices:
-                    if text := generated_text(choice.delta):
-                        yield Completion(text=text)
-                    if choice.delta.tool_calls:
-                        yield Completion(
-                            text="",
-                            tool_call_chunks=[
-                                {
-                                    "index": tc.index,
-                                    "id": tc.id,
-                                    "name": tc.function.name if tc.function else None,
-                                    "arguments": (tc.function.arguments if tc.function else None)
-                                    or "",
-                                }
-                                for tc in choice.delta.tool_calls
-                            ],
-                        )
-                    for tc in choice.delta.tool_calls or []:
-                        part = tool_parts.setdefault(
-                            tc.index,
-                            {
-                                "id": None,
-                                "type": "function",
-                                "function": {"name": "", "arguments": ""},
-                            },
-                        )
-                        if tc.id:
-                            part["id"] = tc.id
-                        if tc.function and tc.function.name:
-                            part["function"]["name"] += tc.function.name
-                        if tc.function and tc.function.arguments:
-                            part["function"]["arguments"] += tc.function.arguments
-                    if choice.finish_reason:
-                        final.finish_reason = choice.finish_reason
-                        final.stop_reason = (choice.model_extra or {}).get("stop_reason")
-        except (openai.APIError, httpx.HTTPError, json.JSONDecodeError) as exc:  # not wrapped
-            raise (endpoint_error if isinstance(exc, openai.APIError) else EndpointConnectionError)(
-                self.name, self.base_url, f"stream broke off ({type(exc).__name__}: {exc})"
-            ) from exc
-        if final.finish_reason is None:  # a cut stream would pass for a finished answer
-            raise EndpointError(
-                self.name,
-                self.base_url,
-                "stream ended without a finish reason (cut off before the server finished)",
-            )
-        final.tool_calls = [tool_parts[i] for i in sorted(tool_parts)]
-        final.seconds = time.perf_counter() - start
-        yield final
+        items = read_stream(
+            stream, name=self.name, base_url=self.base_url, timeout=self.timeout, start=start
+        )
+        async with contextlib.aclosing(items):
+            async for item in items:
+                yield item

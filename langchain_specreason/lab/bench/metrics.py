@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import httpx2 as httpx  # the HTTP library of the openai SDK (>= 3)
+import openai
 from prometheus_client.parser import text_string_to_metric_families
 
-from ...endpoint import OpenAIEndpoint
+from ...endpoint import OpenAIEndpoint, server_root
+from ...errors import EndpointError
 
 REQUESTS = "vllm:request_success"
 GENERATION_TOKENS = "vllm:generation_tokens"
@@ -64,10 +67,24 @@ def parse_gauges(text: str) -> dict[str, float]:
     return totals
 
 
+async def metrics_page(client: openai.AsyncOpenAI, name: str, base_url: str) -> str:
+    """The server's Prometheus page (``GET /metrics``, vLLM's counters); not retried.
+
+    ``client`` is the openai SDK client of the running event loop; ``name`` and ``base_url``
+    name the server in the :class:`~.errors.EndpointError` raised when the page cannot be read.
+    """
+    url = server_root(base_url) + "/metrics"
+    try:
+        resp = await client.get(url, cast_to=httpx.Response)
+    except (openai.APIConnectionError, openai.APITimeoutError, openai.APIStatusError) as exc:
+        raise EndpointError(name, base_url, f"/metrics: {exc}") from exc
+    return str(resp.text)
+
+
 async def in_flight(base_url: str, *, timeout: float = 10.0) -> float:
     """Requests the server is running or holding in its queue right now."""
     server = OpenAIEndpoint(base_url, name="metrics", timeout=timeout, max_retries=0)
-    gauges = parse_gauges(await server.metrics())
+    gauges = parse_gauges(await metrics_page(server.client, server.name, server.base_url))
     return gauges.get(RUNNING, 0.0) + gauges.get(WAITING, 0.0)
 
 
@@ -77,4 +94,4 @@ async def scrape(base_url: str, *, timeout: float = 10.0) -> ServerCounters:
     Raises :class:`~.errors.EndpointError` when the page cannot be read.
     """
     server = OpenAIEndpoint(base_url, name="metrics", timeout=timeout, max_retries=0)
-    return parse_counters(await server.metrics())
+    return parse_counters(await metrics_page(server.client, server.name, server.base_url))
