@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
 from operator import itemgetter
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
 from langchain_core.callbacks import (
@@ -66,22 +66,22 @@ from ..endpoint import (
 from ..endpoint.extra_body import WithExtraBody
 from ..endpoint.routing import routing_key
 from ..endpoint.server import check_extra_body
-from ..errors import ConfigError, DeadlineError, EndpointError, redact_url
+from ..errors import ConfigError, EndpointError, redact_url
 from ..events import Event
 from ..formats import get_format
 from ..graph import SpecReasonGraph, create_specreason_graph
 from ..graph.tracing import CallUsage
 from ..judges import Judge
-from ..redaction import looks_secret
 from ..state import AnswerOptions, SpecReasonInput
 from ..stats import SpecReasonStats
 from ..sync_bridge import iter_sync, on_bridge_thread, run_sync
+from .arguments import ALIASES, _redacted, _refuse_openai_only
 from .messages import plain_reply, step_chunk
 from .resume import same_turns, thread_id
+from .run import _known_window, _until
 from .structured import closed_if_no_parameters, to_response_format
 from .tokens import count_text, countable, tiktoken_estimate
 
-T = TypeVar("T")
 _Parent = AsyncCallbackManagerForLLMRun | CallbackManagerForLLMRun
 """The chat model's run: its handlers, tags and metadata parent the graph's child runs."""
 
@@ -1227,82 +1227,3 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def _until(deadline: float | None, stream: AsyncIterator[T]) -> AsyncIterator[T]:
-    """The items of ``stream`` until ``deadline`` seconds have passed; then DeadlineError.
-
-    The timeout covers only the waits on the stream (in this task), so the cancellation lands
-    inside the graph's run, which cancels its server calls.
-    """
-    if deadline is not None and not deadline > 0:
-        raise ConfigError(f"deadline must be a positive number of seconds, got {deadline}")
-    loop = asyncio.get_running_loop()
-    until = None if deadline is None else loop.time() + deadline
-    items = aiter(stream)
-    try:
-        while True:
-            scope = asyncio.timeout_at(until)
-            try:
-                async with scope:
-                    item = await anext(items)
-            except StopAsyncIteration:
-                return
-            except TimeoutError:
-                if not scope.expired():
-                    raise
-                raise DeadlineError(
-                    f"the run took longer than its deadline of {deadline:g} s and was "
-                    "cancelled; with a checkpointer, repeat the call on the same thread_id to "
-                    "resume it"
-                ) from None
-            yield item
-    finally:  # the caller stopped early, or the deadline passed: end the graph's run now
-        close = getattr(items, "aclose", None)
-        if close is not None:
-            await close()
-
-
-async def _known_window(endpoint: WindowedEndpoint) -> int | None:
-    """The window the run already asked for (cached); ``None`` for a server that is down.
-
-    A draft down since the start: the base model answered alone, nothing is lost.
-    """
-    try:
-        return await endpoint.max_model_len()
-    except EndpointError:
-        return None
-
-
-ALIASES = {"openai_api_key", "model_name", "request_timeout", "max_completion_tokens"}
-"""ChatOpenAI's names accepted here (they mean what they mean there)."""
-
-
-def _refuse_openai_only(values: dict[str, Any], fields: set[str]) -> None:
-    """Refuse ChatOpenAI's single URL, and unknown secret-looking arguments.
-
-    An unknown argument goes to the request body as ``model_kwargs`` (as with ChatOpenAI): a
-    key there would be sent to the server on every request and shown in ``repr``.
-    """
-    for name in ("openai_api_base", "openai_api_base_url"):
-        if name in values:
-            raise ConfigError(
-                f"{name}: SpecReason talks to two servers; pass draft_url= (the small model's "
-                "/v1 URL) and base_url= (the big model's), or set SPECREASON_DRAFT_URL and "
-                "SPECREASON_BASE_URL"
-            )
-    for name in values:
-        if name not in fields and name not in ALIASES and looks_secret(name):
-            raise ConfigError(
-                f"unknown argument {name!r} looks like a secret; it would be sent in every "
-                "request body. Keys: api_key= (base server) and draft_api_key="
-            )
-
-
-def _redacted(name: str | None, value: Any) -> Any:
-    """``value`` of field ``name`` without secrets: header values that carry one, URL users."""
-    if name == "default_headers" and isinstance(value, dict):
-        return {k: ("**********" if looks_secret(k) else v) for k, v in value.items()}
-    if name in ("draft_url", "base_url") and isinstance(value, str):
-        return redact_url(value)
-    return value
