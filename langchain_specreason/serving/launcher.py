@@ -32,26 +32,22 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import httpx
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from ..arbitrage.features import ROUTER_CONFIG
-from ..endpoint import server_root
-from ..errors import PortInUseError, ServeError, ServerDiedError
+from ..errors import ServeError, ServerDiedError
+from . import supervision
 from .catalog import CATALOG
-from .fetch import cache_root, fetch, model_dir
+from .commands import resolve_model, server_command, server_env
+from .commands import router_dir as router_dir
+from .fetch import cache_root
 from .memory import (
     MemoryPlan,
     ServerNeed,
@@ -65,6 +61,7 @@ from .memory import (
     replica_kv,
     weight_bytes,
 )
+from .processes import _last_error, _Running, check_port_free, kill_group, popen, wait_healthy
 from .profiles import Profile, Role, ServerSpec
 from .replicas import (
     DEFAULT_POLICY,
@@ -74,138 +71,7 @@ from .replicas import (
     router_command,
     router_executable,
 )
-from .secrets import DEV_MODE_ENV, SERVER_KEY_ENV, check_exposure, redact_args, server_key
-
-_MODEL_REF = re.compile(r"\{model:([^}]+)\}")
-
-
-def resolve_model(model: str, *, fetch_missing: bool = True) -> str:
-    """The ``--model`` of a server.
-
-    Catalog names become their local folder (fetched if needed), ``router:NAME`` a trained
-    router's folder; anything else is kept.
-    """
-    if model in CATALOG:
-        return str(fetch(model) if fetch_missing else model_dir(model))
-    if model.startswith("router:"):
-        folder = router_dir(model.removeprefix("router:"))
-        if fetch_missing and not (folder / ROUTER_CONFIG).is_file():
-            raise ServeError(
-                f"no trained router at {folder}; make one with `specreason "
-                f"arbitrage train --out {folder}` (or pass --router-model DIR)"
-            )
-        return str(folder)
-    return model
-
-
-def router_dir(name: str) -> Path:
-    """Default folder of the router trained for profile ``name``."""
-    return cache_root() / "routers" / name
-
-
-def expand_args(args: Iterable[str], *, fetch_missing: bool = True) -> list[str]:
-    """Expand ``{model:NAME}`` references inside server arguments."""
-    return [
-        _MODEL_REF.sub(lambda m: resolve_model(m.group(1), fetch_missing=fetch_missing), arg)
-        for arg in args
-    ]
-
-
-def server_command(spec: ServerSpec, device: str, *, fetch_missing: bool = True) -> list[str]:
-    """The command line that starts ``spec`` (CPU: module entry point; GPU: ``vllm serve``)."""
-    model = resolve_model(spec.model, fetch_missing=fetch_missing)
-    common = [
-        "--served-model-name",
-        spec.served_name,
-        "--host",
-        spec.host,
-        "--port",
-        str(spec.port),
-        *expand_args(spec.args, fetch_missing=fetch_missing),
-    ]
-    if device == "cpu":
-        return [
-            sys.executable,
-            "-m",
-            "vllm.entrypoints.openai.api_server",
-            "--model",
-            model,
-            *common,
-        ]
-    return ["vllm", "serve", model, *common]
-
-
-def server_env(spec: ServerSpec, device: str, *, api_key: str | None = None) -> dict[str, str]:
-    """Environment of a server process: ours, plus the profile's, plus offline defaults on CPU.
-
-    A variable set to ``""`` by the profile or an override is removed.
-
-    ``api_key`` becomes ``VLLM_API_KEY`` (over any inherited one): vLLM requires it on ``/v1``.
-    """
-    env = dict(os.environ)
-    if device == "cpu":
-        env.setdefault("HF_HUB_OFFLINE", "1")
-        env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-        # vLLM 0.32's AOT compile cache fails to load on CPU ("no attribute
-        # finalize_loading") and recompiles at every start; the inductor cache path works:
-        # a warm start of the 135M model takes ~2 min instead of ~6.
-        env.setdefault("VLLM_USE_AOT_COMPILE", "0")
-        # A model step that recompiles on a busy 2-core machine can exceed vLLM's default
-        # 300 s and kill the engine; a slow step is better than a dead server.
-        env.setdefault("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "1800")
-    # KEY= (an empty value) in the profile or an override unsets KEY: vLLM reads some variables
-    # with int() and fails on "", e.g. VLLM_CPU_KVCACHE_SPACE= to size the cache with
-    # --kv-cache-memory-bytes instead. Inherited variables are passed on as they are.
-    for key, value in spec.env:
-        if value == "":
-            env.pop(key, None)
-        else:
-            env[key] = value
-    if api_key:
-        env[SERVER_KEY_ENV] = api_key
-    return env
-
-
-def check_port_free(host: str, port: int) -> None:
-    """Raise :class:`PortInUseError` if ``host:port`` cannot be bound.
-
-    SO_REUSEADDR as uvicorn sets it: connections lingering in TIME_WAIT after a server stopped
-    do not count, only a socket listening there.
-    """
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            raise PortInUseError(
-                f"port {port} on {host} is already in use; stop what listens there or pick "
-                f"another port (--draft-port / --base-port)"
-            ) from None
-
-
-@dataclass
-class _Running:
-    role: Role
-    url: str
-    """OpenAI base URL (``/v1``) of the process."""
-    what: str
-    """How errors name it: the served model, or ``vllm-router``."""
-    proc: subprocess.Popen[bytes]
-    log_path: Path
-    log_file: IO[bytes]
-    public: bool = True
-    """Listed in :attr:`Launcher.urls` (a single server, a router; not a replica)."""
-    label: str = ""
-    """Name in messages (``draft``, ``draft replica 2``, ``draft router``)."""
-    cmd: tuple[str, ...] = ()
-    env: dict[str, str] | None = None
-    restarts: int = 0
-    """Times :meth:`Launcher.supervise` restarted it."""
-    warm: str | None = None
-    """Served model name to warm with one completion (None: not a generating server)."""
-
-    def __post_init__(self) -> None:
-        self.label = self.label or self.role
+from .secrets import DEV_MODE_ENV, check_exposure, redact_args, server_key
 
 
 class Launcher:
@@ -470,22 +336,11 @@ class Launcher:
         log_file = log_path.open("wb")
         log_file.write(("$ " + " ".join(redact_args(cmd)) + "\n").encode())
         log_file.flush()
-        proc = self._popen(cmd, env, log_file)
+        proc = popen(cmd, env, log_file)
         self._running.append(
             _Running(
                 role, url, what, proc, log_path, log_file, public, label, tuple(cmd), env, 0, warm
             )
-        )
-
-    @staticmethod
-    def _popen(cmd: Sequence[str], env: dict[str, str], log_file: IO[bytes]) -> Any:
-        return subprocess.Popen(
-            list(cmd),
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,
         )
 
     def _warm(self, run: _Running) -> None:
@@ -512,43 +367,16 @@ class Launcher:
         back-off (``restart_backoff`` s, doubling, at most 60 s). A process that has been
         restarted ``max_restarts`` times and exits again is a :class:`ServerDiedError`.
         """
-        # every exit is said first: a restart blocks until healthy, and a second server that
-        # died meanwhile should not go unreported that long
-        dead = [(run, code) for run in list(self._running) if (code := run.proc.poll()) is not None]
-        for run, code in dead:
-            why = f"{_last_error(run.log_path)} (log: {run.log_path})"
-            if run.restarts >= self.max_restarts:
-                raise ServerDiedError(
-                    f"{run.label} server exited with code {code} after {run.restarts} "
-                    f"restarts; giving up: {why}"
-                )
-            print(
-                f"{run.label} ({run.url}) exited with code {code}; restarting it, the others "
-                f"keep serving: {why}",
-                file=sys.stderr,
-                flush=True,
-            )
-        for run, _ in dead:
-            self._kill_group(run)
-            retrying = Retrying(
-                stop=stop_after_attempt(self.max_restarts - run.restarts),
-                wait=wait_exponential(multiplier=self.restart_backoff, max=60),
-                retry=retry_if_exception_type(ServeError),
-                reraise=True,
-            )
-            for attempt in retrying:
-                with attempt:
-                    self._respawn(run)
-            print(
-                f"{run.label} ({run.url}) is serving again (restart {run.restarts} of at most "
-                f"{self.max_restarts})",
-                file=sys.stderr,
-                flush=True,
-            )
+        supervision.supervise(
+            self._running,
+            self._respawn,
+            max_restarts=self.max_restarts,
+            restart_backoff=self.restart_backoff,
+        )
 
     def _respawn(self, run: _Running) -> None:
         """Start ``run``'s process again (its log goes on) and wait until it is healthy."""
-        self._kill_group(run)
+        kill_group(run)
         run.restarts += 1
         print(
             f"restarting {run.label} (restart {run.restarts} of at most {self.max_restarts})",
@@ -557,50 +385,18 @@ class Launcher:
         )
         run.log_file.write(f"\n--- restart {run.restarts} ---\n".encode())
         run.log_file.flush()
-        run.proc = self._popen(run.cmd, run.env or dict(os.environ), run.log_file)
+        run.proc = popen(run.cmd, run.env or dict(os.environ), run.log_file)
         self._wait_healthy([run])
         self._warm(run)
 
-    @staticmethod
-    def _kill_group(run: _Running) -> None:
-        """What is left of a dead server's process group (its engine core) is killed."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(run.proc.pid, signal.SIGKILL)
-
     def _wait_healthy(self, runs: list[_Running] | None = None) -> None:
-        deadline = time.monotonic() + self.startup_timeout
-        pending = list(self._running if runs is None else runs)
-        key = {"Authorization": f"Bearer {self._router_key}"} if self._router_key else {}
-        with httpx.Client(timeout=5.0, headers=key) as client:
-            while pending:
-                for run in list(pending):
-                    code = run.proc.poll()
-                    if code is not None:
-                        raise ServerDiedError(
-                            f"{run.label} server ({run.what}) exited with code "
-                            f"{code} during start-up: {_last_error(run.log_path)} "
-                            f"(full log: {run.log_path})"
-                        )
-                    health = server_root(run.url) + "/health"
-                    with contextlib.suppress(httpx.HTTPError):
-                        if client.get(health).status_code == 200:
-                            pending.remove(run)
-                            if self.echo:
-                                # routers and single servers on stdout (`role: url`, what
-                                # clients read); replicas on stderr
-                                print(
-                                    f"{run.role if run.public else run.label}: {run.url}",
-                                    flush=True,
-                                    file=sys.stdout if run.public else sys.stderr,
-                                )
-                if pending and time.monotonic() > deadline:
-                    names = ", ".join(r.label for r in pending)
-                    raise ServeError(
-                        f"{names} server not healthy after {self.startup_timeout:.0f} s; "
-                        f"see logs in {self.log_dir}"
-                    )
-                if pending:
-                    time.sleep(1.0)
+        wait_healthy(
+            self._running if runs is None else runs,
+            startup_timeout=self.startup_timeout,
+            router_key=self._router_key,
+            echo=self.echo,
+            log_dir=self.log_dir,
+        )
 
     def stop(self) -> None:
         """Stop every process this launcher started (SIGTERM, then SIGKILL), idempotently."""
@@ -696,17 +492,3 @@ def default_replica_kv(profile: Profile, roles: Iterable[Role]) -> dict[Role, in
         length = flag_value(spec.args, "--max-model-len")
         out[role] = replica_kv(config, int(length) if length else None, served)
     return out
-
-
-def _last_error(log_path: Path) -> str:
-    """The most telling line of a server log: the last error-looking line, else the last line."""
-    try:
-        lines = [
-            ln.strip() for ln in log_path.read_text(errors="replace").splitlines() if ln.strip()
-        ]
-    except OSError:
-        return "no log"
-    for line in reversed(lines):
-        if re.search(r"(Error|error:|Exception|No such file|not found)", line):
-            return line[-300:]
-    return lines[-1][-300:] if lines else "empty log"
