@@ -30,12 +30,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
 import json
-import math
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,14 +41,24 @@ from tqdm import tqdm
 from ...config import SpecReasonConfig, config_default, judge_settings
 from ...endpoint import endpoint_pair
 from ...errors import ConfigError
-from ...judges.registry import parse_judge
 from ...serving.profiles import load_profile
 from .datasets import Problem, load_problems
-from .modes import DEFAULT_SD_VARIANT, SD_MODES, Run, parse_agree_rules, parse_steps_ahead
+from .modes import DEFAULT_SD_VARIANT, Run, parse_agree_rules, parse_steps_ahead
 from .replay import ReplayEndpoint
 from .results import JsonlAppender, read_records
 from .runner import BenchSettings, Solver
 from .servers import ServerPair, ServerSource, add_server_flags, api_key_of
+from .tunegrid import (
+    Choice,
+    Grid,
+    Measured,
+    _probed,
+    choose,
+    max_wrong,
+    measured,
+    wrong_counts,
+)
+from .tunereport import _evidence, _header, _plot, partial, spans
 
 RESULTS = "results.jsonl"
 TUNED = "tuned.toml"
@@ -59,154 +66,6 @@ NO_SD = {
     True: " (sd not measured: give --sd-base-url, a base server with speculative decoding)",
     False: " (sd not measured: the profile has no sd variant)",
 }
-
-
-@dataclass(frozen=True)
-class Measured:
-    """One mode's or setting's results on a problem set, in problem order."""
-
-    name: str
-    correct: tuple[bool, ...]
-    latency: tuple[float, ...]
-    settings: dict[str, Any] | None = None
-    """The SpecReason knobs of a setting (``None``: base or sd)."""
-    sd: bool = False
-
-    @property
-    def accuracy(self) -> float:
-        """Share answered right."""
-        return sum(self.correct) / len(self.correct) if self.correct else 0.0
-
-    @property
-    def mean_s(self) -> float:
-        """Mean latency (seconds of server calls) per problem."""
-        return math.fsum(self.latency) / len(self.latency) if self.latency else math.inf
-
-
-@dataclass(frozen=True)
-class Choice:
-    """What ``tune`` recommends, and why."""
-
-    recommend: str
-    """``specreason``, ``sd`` or ``base``."""
-    setting: Measured | None
-    reason: str
-
-
-def choose(
-    base: Measured, sd: Measured | None, candidates: Sequence[Measured], max_loss: float = 0.0
-) -> Choice:
-    """The fastest candidate within ``max_loss`` of the base model's accuracy, if it beats sd.
-
-    ``sd`` qualifies by the same accuracy rule; when it is faster than every qualifying
-    candidate (or no candidate qualifies) ``sd`` is recommended; without a qualifying ``sd``
-    and candidate, the base model alone.
-    """
-    floor = base.accuracy - max_loss - 1e-9
-    eligible = [c for c in candidates if c.accuracy >= floor]
-    best = min(eligible, key=lambda c: c.mean_s) if eligible else None
-    sd_ok = sd is not None and sd.accuracy >= floor
-    if best is not None and (not sd_ok or (sd is not None and best.mean_s < sd.mean_s)):
-        return Choice(
-            "specreason",
-            best,
-            f"{best.name}: accuracy {best.accuracy:.0%} (base {base.accuracy:.0%}), "
-            f"{best.mean_s:.1f} s a problem against base {base.mean_s:.1f} s"
-            + (f" and sd {sd.mean_s:.1f} s" if sd is not None else " (sd not measured)"),
-        )
-    if sd_ok and sd is not None:
-        why = (
-            "no SpecReason setting keeps the base model's accuracy"
-            if best is None
-            else f"the fastest setting that keeps the accuracy ({best.name}, {best.mean_s:.1f} s)"
-            f" is not faster than sd ({sd.mean_s:.1f} s)"
-        )
-        return Choice("sd", None, f"use sd alone: {why}")
-    return Choice(
-        "base",
-        None,
-        "use the base model alone: neither sd nor any SpecReason "
-        "setting kept its accuracy on the dev problems",
-    )
-
-
-def max_wrong(base: Measured, max_loss: float = 0.0) -> int:
-    """Most wrong answers on the dev set a setting may have and still be chosen.
-
-    The same rule as :func:`choose`: accuracy at least the base model's minus ``max_loss``.
-    """
-    n = len(base.correct)
-    return n - math.ceil(n * (base.accuracy - max_loss) - 1e-9)
-
-
-def wrong_counts(records: Sequence[dict[str, Any]], split: str) -> dict[Run, int]:
-    """Wrong answers so far per run on ``split``."""
-    out: dict[Run, int] = {}
-    for r in records:
-        if r.get("split") == split:
-            run = Run.of(r)
-            out[run] = out.get(run, 0) + (not r["correct"])
-    return out
-
-
-@dataclass(frozen=True)
-class Grid:
-    """The settings searched."""
-
-    judges: tuple[str, ...]
-    thresholds: tuple[float, ...]
-    first_steps: tuple[int, ...]
-    with_sd: tuple[bool, ...]
-    agree_rules: tuple[str, ...] = ()
-    """The ``agree`` mode's settings: each rule at each ``steps_ahead`` (none: not searched)."""
-    steps_ahead: tuple[int, ...] = ()
-
-    def runs(self) -> list[Run]:
-        """One bench run per setting (thresholds on the judge's own scale)."""
-        out = [
-            Run(
-                "agree+sd" if sd else "agree",
-                variant=DEFAULT_SD_VARIANT if sd else None,
-                agree_rule=rule,
-                steps_ahead=n,
-            )
-            for rule, n, sd in itertools.product(self.agree_rules, self.steps_ahead, self.with_sd)
-        ]
-        for judge, t, n, sd in itertools.product(
-            self.judges, self.thresholds, self.first_steps, self.with_sd
-        ):
-            parse_judge(judge)
-            out.append(
-                Run(
-                    "specreason+sd" if sd else "specreason",
-                    t,
-                    None,
-                    DEFAULT_SD_VARIANT if sd else None,
-                    judge,
-                    n,
-                )
-            )
-        return out
-
-
-def measured(
-    records: Sequence[dict[str, Any]],
-    run: Run,
-    problems: Sequence[Problem],
-    settings: dict[str, Any] | None = None,
-) -> Measured | None:
-    """The run's results on ``problems`` (``None`` until every problem has one)."""
-    key = {r["problem_id"]: r for r in records if Run.of(r) == run}
-    if any(p.id not in key for p in problems):
-        return None
-    rows = [key[p.id] for p in problems]
-    return Measured(
-        run.label,
-        tuple(bool(r["correct"]) for r in rows),
-        tuple(float(r["server_s"]) for r in rows),
-        settings,
-        sd=run.mode in SD_MODES,
-    )
 
 
 class Started:
@@ -529,177 +388,6 @@ async def _solve(
             records.append(record)
             wrong[run] = wrong.get(run, 0) + (not record["correct"])
             bar.update(1)
-
-
-def _probed(runs: list[Run], probe: str) -> list[Run]:
-    """``runs`` without the judge-based settings a probe's ceilings rule out (each one said)."""
-    from ..probe.ceilings import below_reference, candidate_ceiling, load_tune_table
-
-    table = load_tune_table(probe)
-    kept = []
-    for run in runs:
-        judge, on_sd = run.judge or "score", run.variant is not None
-        judged = run.mode in ("specreason", "specreason+sd")
-        if judged and below_reference(table, judge, on_sd):
-            print(
-                f"tune: skipped {run.label}: its ceiling "
-                f"{candidate_ceiling(table, judge, on_sd):.2f}x is not above "
-                f"{table['reference']:.2f}x ({probe})",
-                file=sys.stderr,
-                flush=True,
-            )
-        else:
-            kept.append(run)
-    return kept
-
-
-def _header(choice: Choice) -> str:
-    """The comment that opens ``tuned.toml``: what tune recommends, in words."""
-    if choice.recommend == "specreason":
-        return "# specreason tune: this setting (evidence below)\n"
-    alone = "vLLM's speculative decoding (sd)" if choice.recommend == "sd" else "the base model"
-    return (
-        f"# specreason tune recommends {alone} alone, not SpecReason.\n"
-        f"# Why: {choice.reason}.\n"
-        "# [specreason] holds the settings tune ran with, for reference only.\n"
-    )
-
-
-def spans(records: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
-    """``"split: run" -> [first, last]`` finish times of its records.
-
-    Runs measured in different sessions (a resumed tune) show it here, so a comparison
-    across them can say so.
-    """
-    out: dict[str, list[str]] = {}
-    for r in records:
-        at = r.get("finished_at")
-        if at:
-            span = out.setdefault(f"{r['split']}: {Run.of(r).label}", [at, at])
-            span[0], span[1] = min(span[0], at), max(span[1], at)
-    return out
-
-
-def partial(
-    records: Sequence[dict[str, Any]], run: Run, problems: Sequence[Problem]
-) -> dict[str, Any]:
-    """A dropped setting on the problems it ran, beside the base model on the same problems."""
-    mine = {r["problem_id"]: r for r in records if Run.of(r) == run}
-    base = {r["problem_id"]: r for r in records if Run.of(r) == Run("base")}
-    ids = [p.id for p in problems if p.id in mine and p.id in base]
-    return {
-        "name": run.label,
-        "sd": run.mode == "specreason+sd",
-        "after": len(ids),
-        "wrong": sum(not mine[i]["correct"] for i in ids),
-        "base_wrong": sum(not base[i]["correct"] for i in ids),
-        "mean_s": math.fsum(mine[i]["server_s"] for i in ids) / len(ids) if ids else None,
-        "base_mean_s": math.fsum(base[i]["server_s"] for i in ids) / len(ids) if ids else None,
-    }
-
-
-def _evidence(
-    choice: Choice,
-    base: Measured,
-    sd: Measured | None,
-    held: Sequence[dict[str, Any]],
-    problems: Sequence[Problem],
-    chosen: Run | None,
-    args: argparse.Namespace,
-) -> dict[str, Any]:
-    from .stats import mcnemar, paired_ratio
-
-    ev: dict[str, Any] = {
-        "recommendation": choice.recommend,
-        "reason": choice.reason,
-        "dataset": args.dataset,
-        "seed": args.seed,
-        "dev_problems": args.dev_count,
-        "heldout_problems": args.heldout_count,
-        "heldout_offset": args.heldout_offset,
-        "max_accuracy_loss": args.max_accuracy_loss,
-        "latency": "sum of server-call seconds",
-        "dev_base_accuracy": base.accuracy,
-        "dev_base_s": base.mean_s,
-    }
-    if sd is not None:
-        ev.update(dev_sd_accuracy=sd.accuracy, dev_sd_s=sd.mean_s)
-    if choice.setting is not None:
-        ev.update(dev_accuracy=choice.setting.accuracy, dev_s=choice.setting.mean_s)
-    h_base = measured(held, Run("base"), problems)
-    h_sd = measured(held, Run("sd", variant=DEFAULT_SD_VARIANT), problems)
-    h_set = measured(held, chosen, problems) if chosen is not None else None
-    if h_base is not None:
-        ev.update(heldout_base_accuracy=h_base.accuracy, heldout_base_s=h_base.mean_s)
-    if h_sd is not None:
-        ev.update(heldout_sd_accuracy=h_sd.accuracy, heldout_sd_s=h_sd.mean_s)
-        if h_base is not None:
-            sd_ratio = paired_ratio(list(h_sd.latency), list(h_base.latency))
-            ev.update(
-                heldout_sd_speedup_vs_base=[sd_ratio.ratio, sd_ratio.low, sd_ratio.high],
-                heldout_sd_mcnemar_p_vs_base=mcnemar(list(h_sd.correct), list(h_base.correct))[2],
-            )
-    if h_set is not None and h_base is not None:
-        ratio = paired_ratio(list(h_set.latency), list(h_base.latency))
-        ev.update(
-            heldout_accuracy=h_set.accuracy,
-            heldout_s=h_set.mean_s,
-            heldout_speedup_vs_base=[ratio.ratio, ratio.low, ratio.high],
-            heldout_mcnemar_p_vs_base=mcnemar(list(h_set.correct), list(h_base.correct))[2],
-        )
-        if h_sd is not None:
-            vs_sd = paired_ratio(list(h_set.latency), list(h_sd.latency))
-            ev["heldout_speedup_vs_sd"] = [vs_sd.ratio, vs_sd.low, vs_sd.high]
-    return ev
-
-
-def _plot(
-    base: Measured,
-    sd: Measured | None,
-    cands: Sequence[Measured],
-    choice: Choice,
-    path: Path,
-    dropped: Sequence[dict[str, Any]] = (),
-) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return
-    fig, ax = plt.subplots(figsize=(6.4, 4.6))
-    for m in cands:
-        ax.scatter(m.mean_s, m.accuracy, color="tab:blue" if not m.sd else "tab:purple", s=18)
-    for i, d in enumerate(d for d in dropped if d["after"]):
-        ax.scatter(
-            d["mean_s"],
-            1 - d["wrong"] / d["after"],
-            facecolors="none",
-            edgecolors="tab:purple" if d["sd"] else "tab:blue",
-            marker="v",
-            s=30,
-            label="dropped (on the problems it ran)" if i == 0 else None,
-        )
-    for ref, colour in ((base, "tab:gray"), (sd, "tab:green")):
-        if ref is not None:
-            ax.scatter(ref.mean_s, ref.accuracy, color=colour, s=60, marker="s", label=ref.name)
-    if choice.setting is not None:
-        ax.scatter(
-            choice.setting.mean_s,
-            choice.setting.accuracy,
-            s=140,
-            facecolors="none",
-            edgecolors="red",
-            label=f"chosen: {choice.setting.name}",
-        )
-    ax.set_xlabel("seconds of server calls per problem (dev)")
-    ax.set_ylabel("accuracy (dev)")
-    ax.set_title("tune: settings on the dev problems (blue: plain base, purple: with sd)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 __all__ = [
