@@ -1,9 +1,16 @@
-"""A chat model's arguments: ChatOpenAI's names it accepts, the ones it refuses, redaction."""
+"""A chat model's arguments: ChatOpenAI's names it accepts, the ones it refuses, redaction.
+
+Also a call's SpecReason settings (:func:`call_config`: the fields with the call's knobs, and
+``max_tokens`` shared between the reasoning and the answer).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
+from ..config import SpecReasonConfig
 from ..errors import ConfigError, redact_url
 from ..redaction import looks_secret
 
@@ -11,7 +18,7 @@ ALIASES = {"openai_api_key", "model_name", "request_timeout", "max_completion_to
 """ChatOpenAI's names accepted here (they mean what they mean there)."""
 
 
-def _refuse_openai_only(values: dict[str, Any], fields: set[str]) -> None:
+def refuse_openai_only(values: dict[str, Any], fields: set[str]) -> None:
     """Refuse ChatOpenAI's single URL, and unknown secret-looking arguments.
 
     An unknown argument goes to the request body as ``model_kwargs`` (as with ChatOpenAI): a
@@ -32,10 +39,60 @@ def _refuse_openai_only(values: dict[str, Any], fields: set[str]) -> None:
             )
 
 
-def _redacted(name: str | None, value: Any) -> Any:
+def refuse_other_model(asked: str, model_name: str | None) -> None:
+    """A per-call ``model=`` other than the base model's served name: a ConfigError."""
+    if asked != model_name:
+        raise ConfigError(
+            f"model={asked!r} per call: this model's base model is "
+            f"{model_name!r}; build another ChatSpecReason(model=...) (or "
+            "model_copy(update={'base_model': ...})) to use another served model"
+        )
+
+
+def redacted(name: str | None, value: Any) -> Any:
     """``value`` of field ``name`` without secrets: header values that carry one, URL users."""
     if name == "default_headers" and isinstance(value, dict):
         return {k: ("**********" if looks_secret(k) else v) for k, v in value.items()}
     if name in ("draft_url", "base_url") and isinstance(value, str):
         return redact_url(value)
     return value
+
+
+def check_url(name: str, value: str | None) -> str | None:
+    """An http(s) URL with a host, or a ValueError naming the field (not an outage later)."""
+    if value is None:
+        return None
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - a bad port raises here
+    except ValueError as exc:
+        raise ValueError(f"{name}: malformed URL {redact_url(value)!r} ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"{name}: {redact_url(value)!r} is not an http(s) URL with a host "
+            "(e.g. http://127.0.0.1:8202/v1)"
+        )
+    return value
+
+
+def call_config(
+    settings: dict[str, Any], overrides: Mapping[str, Any], max_tokens: int | None
+) -> SpecReasonConfig:
+    """The :class:`SpecReasonConfig` of ``settings`` (the model's knobs) with a call's overrides.
+
+    ``overrides`` are a call's keyword arguments: its SpecReason knobs are taken, the rest
+    left alone. ``max_tokens`` (the call's, else the model's) bounds the reasoning plus the
+    answer: the answer's share is half, at most ``answer_max_tokens``; the reasoning the rest,
+    within ``budget``.
+    """
+    settings.update({k: v for k, v in overrides.items() if k in SpecReasonConfig.model_fields})
+    total = overrides.get("max_tokens") or max_tokens
+    if total is not None:  # reasoning + answer <= max_tokens (see the field)
+        if total < 2:
+            raise ConfigError(
+                f"max_tokens bounds the reasoning plus the answer; at least 2, got {total}"
+            )
+        share = min(int(settings["answer_max_tokens"]), max(1, total // 2))
+        settings["budget"] = min(int(settings["budget"]), total - share)
+        settings["answer_max_tokens"] = total - settings["budget"]
+    return SpecReasonConfig(**settings)

@@ -1,48 +1,30 @@
-"""ChatSpecReason: a LangChain chat model that answers through the SpecReason graph."""
+"""ChatSpecReason: a LangChain chat model that answers through the SpecReason graph.
+
+The class holds the fields, their docs and thin methods; the work is in the modules next to
+it, as functions of plain values: ``run.py`` (a call's run), ``batch.py``, ``wiring.py`` (the
+servers and graphs), ``discovery.py``, ``arguments.py``, ``structured.py``, ``tokens.py``.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import time
-import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
-from operator import itemgetter
-from typing import Any, Literal, cast
-from urllib.parse import urlsplit
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import aclosing
+from typing import Any, Literal
 
-from langchain_core.callbacks import (
-    AsyncCallbackManager,
-    AsyncCallbackManagerForLLMRun,
-    CallbackManagerForLLMRun,
-)
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.chat_models import BaseChatModel, LangSmithParams
 from langchain_core.language_models.model_profile import ModelProfile
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, RemoveMessage
-from langchain_core.messages.ai import UsageMetadata, add_usage
-from langchain_core.messages.tool import tool_call_chunk
-from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser
-from langchain_core.output_parsers.openai_tools import (
-    JsonOutputKeyToolsParser,
-    PydanticToolsParser,
-)
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langchain_core.runnables import (
-    Runnable,
-    RunnableConfig,
-    RunnableMap,
-    RunnablePassthrough,
-)
-from langchain_core.runnables.config import get_config_list
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.utils import from_env, get_pydantic_field_names, secret_from_env
-from langchain_core.utils.function_calling import convert_to_openai_tool
-from langchain_core.utils.pydantic import is_basemodel_subclass
 from langchain_core.utils.utils import _build_model_kwargs
-from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from pydantic import (
     AliasChoices,
     BaseModel,
@@ -57,33 +39,28 @@ from pydantic import (
 )
 
 from ..config import DEFAULT_JUDGE, SpecReasonConfig, read_config_file
-from ..endpoint import (
-    Endpoint,
-    OpenAIEndpoint,
-    WindowedEndpoint,
-    endpoint_pair,
-)
-from ..endpoint.extra_body import WithExtraBody
-from ..endpoint.routing import routing_key
+from ..endpoint import Endpoint, OpenAIEndpoint
 from ..endpoint.server import check_extra_body
-from ..errors import ConfigError, EndpointError, redact_url
-from ..events import Event
+from ..errors import ConfigError
 from ..formats import get_format
-from ..graph import SpecReasonGraph, create_specreason_graph
-from ..graph.tracing import CallUsage
+from ..graph import SpecReasonGraph
 from ..judges import Judge
-from ..state import AnswerOptions, SpecReasonInput
-from ..stats import SpecReasonStats
 from ..sync_bridge import iter_sync, on_bridge_thread, run_sync
-from .arguments import ALIASES, _redacted, _refuse_openai_only
-from .messages import plain_reply, step_chunk
-from .resume import same_turns, thread_id
-from .run import _known_window, _until
-from .structured import closed_if_no_parameters, to_response_format
-from .tokens import count_text, countable, tiktoken_estimate
-
-_Parent = AsyncCallbackManagerForLLMRun | CallbackManagerForLLMRun
-"""The chat model's run: its handlers, tags and metadata parent the graph's child runs."""
+from .arguments import (
+    ALIASES,
+    call_config,
+    check_url,
+    redacted,
+    refuse_openai_only,
+    refuse_other_model,
+)
+from .batch import as_completed, in_order
+from .discovery import ask, capabilities, discovery_targets, with_window
+from .messages import plain_reply
+from .run import Call, Parent, collect, events
+from .structured import Method, openai_tool_choice, openai_tools, parsed, structured_request
+from .tokens import messages_count, text_count
+from .wiring import ENDPOINT_FIELDS, build_endpoints, build_graph
 
 
 class ChatSpecReason(BaseChatModel, SpecReasonConfig):
@@ -405,31 +382,17 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     def __repr_args__(self) -> Any:
         """Fields as ``repr`` shows them: no header secret, no password in a URL."""
         for name, value in super().__repr_args__():
-            yield name, _redacted(name, value)
+            yield name, redacted(name, value)
 
     @field_serializer("default_headers", "draft_url", "base_url")
     def _serialize_redacted(self, value: Any, info: Any) -> Any:
-        return _redacted(info.field_name, value)
+        return redacted(info.field_name, value)
 
     @field_validator("draft_url", "base_url")
     @classmethod
     def _check_url(cls, value: str | None, info: Any) -> str | None:
         """An http(s) URL with a host, or a ConfigError naming the field (not an outage later)."""
-        if value is None:
-            return None
-        try:
-            parts = urlsplit(value)
-            parts.port  # noqa: B018 - a bad port raises here
-        except ValueError as exc:
-            raise ValueError(
-                f"{info.field_name}: malformed URL {redact_url(value)!r} ({exc})"
-            ) from None
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(
-                f"{info.field_name}: {redact_url(value)!r} is not an http(s) URL with a host "
-                "(e.g. http://127.0.0.1:8202/v1)"
-            )
-        return value
+        return check_url(info.field_name, value)
 
     @property
     def model_name(self) -> str | None:
@@ -464,7 +427,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         ``config_file``: its ``[specreason]`` settings fill the knobs not given as arguments.
         """
         if isinstance(values, dict):
-            _refuse_openai_only(values, get_pydantic_field_names(cls))
+            refuse_openai_only(values, get_pydantic_field_names(cls))
             if values.get("config_file"):
                 values = {**read_config_file(values["config_file"]), **values}
             env = SpecReasonConfig.from_env(os.environ)  # SPECREASON_<FIELD>: a bad one fails
@@ -485,27 +448,6 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             copy._endpoints = self._endpoints  # the same servers: keep their clients too
         return copy
 
-    # -- wiring ---------------------------------------------------------------------------
-    def spec_config(self, **overrides: Any) -> SpecReasonConfig:
-        """The :class:`SpecReasonConfig` these fields describe, with a call's ``overrides``.
-
-        ``overrides`` are the SpecReason knobs among a call's keyword arguments (bound with
-        ``.bind(temperature=0)`` or passed to ``invoke``), ``max_tokens`` included; the other
-        arguments are not knobs and are left alone.
-        """
-        settings = {name: getattr(self, name) for name in SpecReasonConfig.model_fields}
-        settings.update({k: v for k, v in overrides.items() if k in SpecReasonConfig.model_fields})
-        total = overrides.get("max_tokens") or self.max_tokens
-        if total is not None:  # reasoning + answer <= max_tokens (see the field)
-            if total < 2:
-                raise ConfigError(
-                    f"max_tokens bounds the reasoning plus the answer; at least 2, got {total}"
-                )
-            share = min(int(settings["answer_max_tokens"]), max(1, total // 2))
-            settings["budget"] = min(int(settings["budget"]), total - share)
-            settings["answer_max_tokens"] = total - settings["budget"]
-        return SpecReasonConfig(**settings)
-
     def model_copy(
         self, *, update: Mapping[str, Any] | None = None, deep: bool = False
     ) -> ChatSpecReason:
@@ -522,36 +464,21 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             copy._discovered = False
         return copy
 
+    # -- wiring (wiring.py) ---------------------------------------------------------------
+    def spec_config(self, **overrides: Any) -> SpecReasonConfig:
+        """The :class:`SpecReasonConfig` these fields describe, with a call's ``overrides``.
+
+        ``overrides`` are the SpecReason knobs among a call's keyword arguments (bound with
+        ``.bind(temperature=0)`` or passed to ``invoke``), ``max_tokens`` included; the other
+        arguments are not knobs and are left alone.
+        """
+        settings = {name: getattr(self, name) for name in SpecReasonConfig.model_fields}
+        return call_config(settings, overrides, self.max_tokens)
+
     def endpoint(self, role: Literal["draft", "base"]) -> Endpoint:
         """The endpoint of ``role``: the one given, else built once from the URLs and keys."""
         if not self._endpoints:
-            for name in ("draft", "base"):
-                if getattr(self, f"{name}_endpoint") is None and not getattr(self, f"{name}_url"):
-                    raise ConfigError(
-                        f"no {name} server: pass {name}_url= (or set "
-                        f"SPECREASON_{name.upper()}_URL) or {name}_endpoint="
-                    )
-            draft, base = endpoint_pair(
-                self.draft_url or "http://unused/v1",
-                self.base_url or "http://unused/v1",
-                api_key=self.api_key,
-                draft_api_key=self.draft_api_key,
-                draft_model=self.draft_model,
-                base_model=self.base_model,
-                timeout=self.timeout or 600.0,
-                judge_timeout=self.judge_timeout,
-                connect_timeout=self.connect_timeout,
-                max_retries=self.max_retries,
-                max_concurrency=self.max_concurrency,
-                extra_body={**self.model_kwargs, **(self.extra_body or {})},
-                default_headers=self.default_headers,
-                http_client=self.http_client,
-                http_async_client=self.http_async_client,
-            )
-            self._endpoints = {
-                "draft": self.draft_endpoint or draft,
-                "base": self.base_endpoint or base,
-            }
+            self._endpoints = build_endpoints({f: getattr(self, f) for f in ENDPOINT_FIELDS})
         return self._endpoints[role]
 
     @property
@@ -569,19 +496,14 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         extra = check_extra_body(extra_body)
         key = (config, json.dumps(extra, sort_keys=True, default=str))
         if key not in self._graphs:
-            draft, base = self.endpoint("draft"), self.endpoint("base")
-            if extra:
-                draft, base = WithExtraBody(draft, extra), WithExtraBody(base, extra)
-            self._graphs[key] = create_specreason_graph(
-                draft,
-                base,
+            self._graphs[key] = build_graph(
+                self.endpoint("draft"),
+                self.endpoint("base"),
+                extra,
                 config=config,
                 judge=self.custom_judge,
                 family=self.family,
-                # None would let LangGraph lend the run a parent graph's checkpointer (this
-                # model called inside a node): a chat model call is not a subgraph
-                checkpointer=self.checkpointer if self.checkpointer is not None else False,
-                name="specreason",
+                checkpointer=self.checkpointer,
             )
         return self._graphs[key]
 
@@ -600,33 +522,17 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             **self.spec_config().as_dict(),
         }
 
+    # -- discovery (discovery.py) ---------------------------------------------------------
     def _resolve_model_profile(self) -> ModelProfile | None:
         """What the model can do.
 
         ``max_input_tokens`` joins once the servers' window is known (:meth:`_discover`, or
         after the first call).
         """
-        return ModelProfile(
-            text_inputs=True,
-            text_outputs=True,
-            image_inputs=False,
-            audio_inputs=False,
-            video_inputs=False,
-            pdf_inputs=False,
-            tool_calling=True,
-            tool_choice=True,
-            tool_call_streaming=True,
-            structured_output=True,
-            temperature=True,
-            reasoning_output=get_format(self.family).thinking_end is not None,
-        )
+        return capabilities(reasoning_output=get_format(self.family).thinking_end is not None)
 
     def _discovery_targets(self, on_caller_loop: bool) -> list[OpenAIEndpoint]:
-        """The servers to ask for their models and windows, once (later calls get none).
-
-        On the sync API's loop a server with your own HTTP client is skipped (each client
-        serves one event loop; asking would bind it to that loop).
-        """
+        """The servers to ask for their models and windows, once (later calls get none)."""
         if self._discovered:
             return []
         self._discovered = True
@@ -634,12 +540,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             endpoints = [self.endpoint("draft"), self.endpoint("base")]
         except ConfigError:
             return []
-        return [
-            e
-            for e in endpoints
-            if isinstance(e, OpenAIEndpoint)
-            and (on_caller_loop or (e.http_client is None and e.http_async_client is None))
-        ]
+        return discovery_targets(endpoints, on_caller_loop)
 
     def _discover(self) -> None:
         """Once, before the first sync call: ask the servers for their models and windows.
@@ -659,21 +560,14 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         if self._discovered or on_bridge_thread():
             return  # done, or called on the sync API's own loop thread
         servers = self._discovery_targets(on_caller_loop=False)
-        if not servers:
-            return
-
-        async def ask() -> None:
-            await asyncio.gather(*(e.discover() for e in servers), return_exceptions=True)
-
-        run_sync(ask())
-        self._learn_window([e._window or None for e in servers])
+        if servers:
+            self._learn_window(run_sync(ask(servers)))
 
     async def _adiscover(self) -> None:
         """:meth:`_discover` on the caller's event loop: awaited, the loop keeps running."""
         servers = self._discovery_targets(on_caller_loop=True)
         if servers:
-            await asyncio.gather(*(e.discover() for e in servers), return_exceptions=True)
-            self._learn_window([e._window or None for e in servers])
+            self._learn_window(await ask(servers))
 
     async def agenerate(self, *args: Any, **kwargs: Any) -> Any:
         """As :meth:`BaseChatModel.agenerate`, after the first discovery (awaited)."""
@@ -688,9 +582,10 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
 
     def _learn_window(self, windows: Sequence[int | None]) -> None:
         """``profile["max_input_tokens"]``: the smaller window of the servers, once known."""
-        known = [w for w in windows if w]
-        if known and self._own_profile and self.profile is not None:
-            self.profile = ModelProfile(**{**self.profile, "max_input_tokens": min(known)})
+        if self._own_profile and self.profile is not None:
+            profile = with_window(self.profile, windows)
+            if profile is not None:
+                self.profile = profile
 
     def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
         params = LangSmithParams(
@@ -707,6 +602,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             params["ls_stop"] = stop
         return params
 
+    # -- tools and structured output (structured.py) --------------------------------------
     def bind_tools(
         self,
         tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
@@ -722,22 +618,15 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         sent strict with ``additionalProperties: false`` (unless ``strict`` says otherwise), so
         its call's arguments are ``{}`` (small models otherwise fill them with the schema).
         """
-        formatted = [
-            closed_if_no_parameters(convert_to_openai_tool(t, strict=strict)) for t in tools
-        ]
-        if tool_choice is True or tool_choice == "any":  # as ChatOpenAI: True means required
-            tool_choice = "required"
-        elif tool_choice is False:
-            tool_choice = None
-        elif isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "required"):
-            tool_choice = {"type": "function", "function": {"name": tool_choice}}
-        return super().bind(tools=formatted, tool_choice=tool_choice, **kwargs)
+        formatted = openai_tools(tools, strict)
+        choice = openai_tool_choice(tool_choice)
+        return super().bind(tools=formatted, tool_choice=choice, **kwargs)
 
     def with_structured_output(
         self,
         schema: dict[str, Any] | type | None = None,
         *,
-        method: Literal["function_calling", "json_mode", "json_schema"] = "json_schema",
+        method: Method = "json_schema",
         include_raw: bool = False,
         strict: bool | None = None,
         **kwargs: Any,
@@ -756,83 +645,16 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         trace is in ``additional_kwargs["reasoning_content"]`` (for both families).
         ``include_raw=True`` returns ``{"raw", "parsed", "parsing_error"}``.
         """
-        if schema is None:
-            raise ConfigError("with_structured_output needs a schema")
-        if method == "json_mode" and strict is not None:
-            raise ConfigError(
-                "strict goes with method='json_schema' or 'function_calling', not 'json_mode'"
-            )
-        pydantic = isinstance(schema, type) and is_basemodel_subclass(schema)
-        parser: Runnable[Any, Any]
-        if method == "function_calling":
-            name = convert_to_openai_tool(schema)["function"]["name"]
-            llm = self.bind_tools(
-                [schema],
-                tool_choice=name,
-                strict=strict,
-                parallel_tool_calls=False,
-                ls_structured_output_format={
-                    "kwargs": {"method": method, "strict": strict},
-                    "schema": schema,
-                },
-                **kwargs,
-            )
-            parser = (
-                PydanticToolsParser(tools=[cast(type[BaseModel], schema)], first_tool_only=True)
-                if pydantic
-                else JsonOutputKeyToolsParser(key_name=name, first_tool_only=True)
-            )
-        elif method in ("json_schema", "json_mode"):
-            if method == "json_schema":
-                response_format = to_response_format(schema, strict=strict)
-                ls_format = {"kwargs": {"method": method, "strict": strict}, "schema": schema}
-            else:
-                response_format = {"type": "json_object"}
-                ls_format = {"kwargs": {"method": method}, "schema": schema}
-            if kwargs.get("tools"):  # a call to a tool, or the JSON answer
-                llm = self.bind_tools(
-                    kwargs.pop("tools"),
-                    response_format=response_format,
-                    ls_structured_output_format=ls_format,
-                    **kwargs,
-                )
-            else:
-                llm = self.bind(
-                    response_format=response_format, ls_structured_output_format=ls_format, **kwargs
-                )
-            parser = (
-                PydanticOutputParser(pydantic_object=cast(type[BaseModel], schema))
-                if pydantic
-                else JsonOutputParser()
-            )
-        else:
-            raise ConfigError(
-                f"method must be 'json_schema', 'json_mode' or 'function_calling', got {method!r}"
-            )
-        if not include_raw:
-            return llm | parser
-        parsed = RunnablePassthrough.assign(
-            parsed=itemgetter("raw") | parser, parsing_error=lambda _: None
-        )
-        fallback = RunnablePassthrough.assign(parsed=lambda _: None)
-        return RunnableMap(raw=llm) | parsed.with_fallbacks(
-            [fallback], exception_key="parsing_error"
-        )
+        tools, arguments, parser = structured_request(schema, method, strict, kwargs)
+        llm = self.bind_tools(tools, **arguments) if tools is not None else self.bind(**arguments)
+        return parsed(llm, parser, include_raw)
 
-    # -- token counting -------------------------------------------------------------------
-    def _server_count(
-        self, count: Callable[[OpenAIEndpoint], Coroutine[Any, Any, int]]
-    ) -> int | None:
-        """A count by the base server (``/tokenize``); ``None`` when it cannot answer."""
+    # -- token counting (tokens.py) -------------------------------------------------------
+    def _base_or_none(self) -> Endpoint | None:
+        """The base server, or ``None`` when none is configured (counts are then estimates)."""
         try:
-            base = self.endpoint("base")
-        except ConfigError:  # no server configured: an estimate
-            return None
-        if not isinstance(base, OpenAIEndpoint):
-            return None
-        try:
-            return run_sync(count(base))
-        except EndpointError:
+            return self.endpoint("base")
+        except ConfigError:
             return None
 
     def get_num_tokens_from_messages(
@@ -844,66 +666,18 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         lists), so ``trim_messages(..., token_counter=llm)`` asks once per candidate; with no
         server configured or reachable, an offline estimate (tiktoken). Needs no user message.
         """
-        conversation = countable(messages)
-        if not conversation:
-            return 0
-        schemas = [convert_to_openai_tool(t) for t in tools] if tools else None
-        key = json.dumps([conversation, schemas], sort_keys=True, default=str)
-        if key not in self._counts:
-            count = self._server_count(
-                lambda base: base.count_tokens(conversation, tools=schemas, retry=False)
-            )
-            if count is None:  # no server: an estimate, not kept (the server may come back)
-                return tiktoken_estimate(conversation)
-            if len(self._counts) >= 1024:
-                self._counts.pop(next(iter(self._counts)))
-            self._counts[key] = count
-        return self._counts[key]
+        return messages_count(self._base_or_none, messages, tools, self._counts)
 
     def get_num_tokens(self, text: str) -> int:
         """Tokens of ``text`` (exact through the server when reachable)."""
-        count = self._server_count(lambda base: count_text(base, text, retry=False))
-        if count is not None:
-            return count
-        return tiktoken_estimate([{"role": "user", "content": text}]) - 7
+        return text_count(self._base_or_none(), text)
 
-    # -- generation -----------------------------------------------------------------------
-    def _answer_options(self, kwargs: dict[str, Any]) -> AnswerOptions:
-        """How this call's answer is made, for the graph's answer node (:class:`AnswerOptions`)."""
-        options: AnswerOptions = {}
-        if kwargs.get("tools"):
-            options["tools"] = kwargs["tools"]
-            options["tool_choice"] = kwargs.get("tool_choice")
-            if kwargs.get("parallel_tool_calls") is not None:
-                options["parallel_tool_calls"] = bool(kwargs["parallel_tool_calls"])
-        if kwargs.get("response_format"):
-            options["response_format"] = to_response_format(kwargs["response_format"])
-        stop = kwargs.get("stop") or self.stop
-        if stop:
-            options["stop"] = stop
-        return options
-
-    def _run_config(self, run_manager: _Parent | None, usage: CallUsage) -> RunnableConfig:
-        """The graph's config: the caller's callbacks, and ``usage`` counting every call."""
-        config: RunnableConfig = {"callbacks": [usage]}
-        if run_manager is not None:
-            handlers = [*run_manager.inheritable_handlers, usage]
-            config["callbacks"] = AsyncCallbackManager(
-                handlers=handlers,
-                inheritable_handlers=handlers,
-                parent_run_id=run_manager.run_id,
-                tags=run_manager.inheritable_tags,
-                inheritable_tags=run_manager.inheritable_tags,
-                metadata=run_manager.inheritable_metadata,
-                inheritable_metadata=run_manager.inheritable_metadata,
-            )
-        return config
-
+    # -- generation (run.py) --------------------------------------------------------------
     async def _events(
         self,
         messages: list[BaseMessage],
         stop: list[str] | None,
-        run_manager: _Parent | None,
+        run_manager: Parent | None,
         kwargs: dict[str, Any],
         answer: list[AIMessage] | None = None,
     ) -> AsyncIterator[ChatGenerationChunk]:
@@ -918,151 +692,30 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             kwargs.get("response_format")
         )
         messages = [plain_reply(m) for m in messages]
-        if kwargs.get("model") and kwargs["model"] != self.model_name:
-            raise ConfigError(
-                f"model={kwargs['model']!r} per call: this model's base model is "
-                f"{self.model_name!r}; build another ChatSpecReason(model=...) (or "
-                "model_copy(update={'base_model': ...})) to use another served model"
-            )
+        if kwargs.get("model"):
+            refuse_other_model(kwargs["model"], self.model_name)
         if stop:
             kwargs = {**kwargs, "stop": stop}
         start = time.perf_counter()
-        state: dict[str, Any] = {}
-        usage = CallUsage()  # every server call's tokens, by model
-        config = self._run_config(run_manager, usage)
-        # output_version="v1" numbers content blocks by runs of one type (LangChain counts
-        # them as the chunks pass): the calls' blocks follow the text's, not overlap them
-        step_kind = "reasoning" if think else "text"
-        runs, kind, first_call = 0, "", None
-        graph = self._graph_for(self.spec_config(**kwargs), kwargs.get("extra_body"))
-        bounded = (kwargs.get("max_tokens") or self.max_tokens) is not None
-        turns: list[BaseMessage | RemoveMessage] = list(messages)
-        resume = False
-        if self.checkpointer is not None:
-            config["configurable"] = {"thread_id": thread_id(run_manager, kwargs)}
-            saved = await graph.aget_state(config)
-            # unfinished: a node to run, or one whose writes were saved but whose checkpoint
-            # was not (the process died between them; LangGraph applies them on resume)
-            resume = bool(saved.next or saved.tasks) and same_turns(
-                saved.values.get("messages") or [], messages
-            )
-            if resume:  # the same call, interrupted: go on from its last step
-                for record in saved.values.get("steps") or []:  # what it had already
-                    runs, kind = (runs + 1, step_kind) if kind != step_kind else (runs, kind)
-                    yield ChatGenerationChunk(message=step_chunk(record["text"], think))
-            else:  # this call's conversation replaces the thread's
-                turns = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages]
-        inputs = (
-            None if resume else {"messages": turns, "answer_options": self._answer_options(kwargs)}
+        call = Call(
+            graph=self._graph_for(self.spec_config(**kwargs), kwargs.get("extra_body")),
+            draft=self.endpoint("draft"),
+            base=self.endpoint("base"),
+            draft_model=self.draft_model,
+            base_model=self.base_model,
+            think=think,
+            bounded=(kwargs.get("max_tokens") or self.max_tokens) is not None,
+            deadline=kwargs.get("deadline", self.deadline),
+            checkpointed=self.checkpointer is not None,
+            v1=self.output_version == "v1",
+            stream_usage=answer is not None or kwargs.get("stream_usage", self.stream_usage),
+            stop=self.stop,
+            start=start,
         )
-        deadline = kwargs.get("deadline", self.deadline)
-        # one routing key per run: behind vllm-router (consistent_hash) every call of the run
-        # lands on one replica, whose prefix cache then serves the next judge call
-        key = (config.get("configurable") or {}).get("thread_id") or uuid.uuid4().hex
-        with routing_key(key):
-            async for mode, item in _until(
-                deadline,
-                graph.astream(
-                    cast(SpecReasonInput | None, inputs), config, stream_mode=["custom", "values"]
-                ),
-            ):
-                if mode == "values":
-                    state = cast(dict[str, Any], item)
-                    continue
-                event = cast(Event, item)
-                if event["type"] == "step":
-                    chunk, this = step_chunk(event["text"], think), step_kind
-                elif event["type"] == "answer_delta":
-                    chunk, this = AIMessageChunk(content=event["text"]), "text"
-                elif event["type"] == "answer_tool_call":  # as the base server streams it
-                    if first_call is None:
-                        first_call = runs if self.output_version == "v1" else 0
-                    chunk, this = (
-                        AIMessageChunk(
-                            content="",
-                            tool_call_chunks=[
-                                tool_call_chunk(
-                                    name=event["name"],
-                                    args=event["args"],
-                                    id=event["id"],
-                                    index=first_call + event["index"],
-                                )
-                            ],
-                        ),
-                        "tool_call_chunk",
-                    )
-                else:
-                    continue
-                runs, kind = (runs + 1, this) if kind != this else (runs, kind)
-                yield ChatGenerationChunk(message=chunk)
-        wall = time.perf_counter() - start
-        self._learn_window(
-            [
-                await _known_window(e)
-                for e in (self.endpoint("draft"), self.endpoint("base"))
-                if isinstance(e, WindowedEndpoint)
-            ]
-        )
-        final = state["messages"][-1]
-        if answer is not None:
-            answer.append(final)
-        # the tool calls came as chunks of their argument text (answer_tool_call events):
-        # LangChain parses them back, and unparsable arguments become invalid_tool_calls, as
-        # with ChatOpenAI
-        calls = final.tool_calls + final.invalid_tool_calls
-        yield ChatGenerationChunk(
-            message=AIMessageChunk(
-                content="",
-                usage_metadata=(
-                    self._usage(state, think, usage.usage_metadata)
-                    if answer is not None or kwargs.get("stream_usage", self.stream_usage)
-                    else None
-                ),
-                response_metadata={
-                    **self._metadata(state, wall, bool(calls), bounded),
-                    "usage_by_model": dict(usage.usage_metadata),
-                },
-                chunk_position="last",
-            )
-        )
-
-    def _usage(
-        self, state: dict[str, Any], think: bool, by_model: dict[str, UsageMetadata]
-    ) -> UsageMetadata:
-        """The tokens of every server call of this call, totalled.
-
-        Draft steps (those drafted ahead too), judge readings, rewrites and the answer;
-        ``cache_read`` is the part of the prompts the servers' prefix caches held. The kept
-        trace is the ``reasoning`` part.
-        """
-        usage = UsageMetadata(input_tokens=0, output_tokens=0, total_tokens=0)
-        for counted in by_model.values():
-            usage = add_usage(usage, counted)
-        if think:
-            usage["output_token_details"] = {
-                **usage.get("output_token_details", {}),
-                "reasoning": int(state.get("tokens_used") or 0),
-            }
-        return usage
-
-    def _metadata(
-        self, state: dict[str, Any], wall: float, tool_calls: bool, bounded: bool = False
-    ) -> dict[str, Any]:
-        stats = SpecReasonStats.from_state(state, wall_s=wall)
-        finish = "tool_calls" if tool_calls else state.get("answer_finish") or "stop"
-        if bounded and state.get("stop") == "budget" and finish == "stop":
-            finish = "length"  # max_tokens cut the reasoning short (the answer came)
-        return {
-            # not "openai": langchain-core's OpenAI translator drops the reasoning block
-            "model_provider": "specreason",
-            "model_name": getattr(self.endpoint("base"), "model", None)
-            or self.base_model
-            or "base",
-            "draft_model_name": getattr(self.endpoint("draft"), "model", None) or self.draft_model,
-            "finish_reason": finish,
-            "specreason": stats.as_dict(),
-            "tokens_by_model": {"draft": stats.draft_tokens, "base": stats.base_tokens},
-        }
+        run = events(call, messages, run_manager, kwargs, answer, self._learn_window)
+        async with aclosing(run) as chunks:
+            async for chunk in chunks:
+                yield chunk
 
     async def _astream(
         self,
@@ -1079,30 +732,11 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         self,
         messages: list[BaseMessage],
         stop: list[str] | None,
-        parent: _Parent | None,
+        parent: Parent | None,
         kwargs: dict[str, Any],
     ) -> ChatResult:
-        total: ChatGenerationChunk | None = None
         answer: list[AIMessage] = []
-        async for chunk in self._events(messages, stop, parent, kwargs, answer):
-            total = chunk if total is None else total + chunk
-        assert total is not None
-        message = total.message
-        return ChatResult(
-            generations=[
-                ChatGeneration(
-                    message=AIMessage(
-                        content=message.content,
-                        additional_kwargs=message.additional_kwargs,
-                        tool_calls=answer[-1].tool_calls,  # parsed whole: a broken call is invalid
-                        invalid_tool_calls=answer[-1].invalid_tool_calls,
-                        usage_metadata=getattr(message, "usage_metadata", None),
-                        response_metadata=message.response_metadata,
-                        id=message.id,
-                    )
-                )
-            ]
-        )
+        return await collect(self._events(messages, stop, parent, kwargs, answer), answer)
 
     async def _agenerate(
         self,
@@ -1131,6 +765,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     ) -> Iterator[ChatGenerationChunk]:
         yield from iter_sync(self._events(messages, stop, run_manager, kwargs))
 
+    # -- batches (batch.py) ---------------------------------------------------------------
     def batch(
         self,
         inputs: list[LanguageModelInput],
@@ -1165,12 +800,10 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         """
         if not inputs:
             return []
-        replies: dict[int, AIMessage | Exception] = {}
-        async for i, reply in self.abatch_as_completed(
+        replies = self.abatch_as_completed(
             inputs, config, return_exceptions=return_exceptions, **kwargs
-        ):
-            replies[i] = reply
-        return [cast(AIMessage, replies[i]) for i in range(len(inputs))]
+        )
+        return await in_order(replies, len(inputs))
 
     def batch_as_completed(  # type: ignore[override]
         self,
@@ -1191,7 +824,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
             self.abatch_as_completed(inputs, config, return_exceptions=return_exceptions, **kwargs)
         )
 
-    async def abatch_as_completed(  # type: ignore[override]
+    def abatch_as_completed(  # type: ignore[override]
         self,
         inputs: Sequence[LanguageModelInput],
         config: RunnableConfig | Sequence[RunnableConfig] | None = None,
@@ -1204,26 +837,4 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         Unlike langchain-core's, the runs are cancelled when the iteration stops early
         (cancelled, closed, or an error raised), so none keeps its servers busy.
         """
-        if not inputs:
-            return
-        configs = get_config_list(config, len(inputs))
-        limit = configs[0].get("max_concurrency")
-        gate = asyncio.Semaphore(limit) if limit else contextlib.nullcontext()
-
-        async def one(i: int) -> tuple[int, AIMessage | Exception]:
-            async with gate:
-                try:
-                    return i, cast(AIMessage, await self.ainvoke(inputs[i], configs[i], **kwargs))
-                except Exception as exc:
-                    if not return_exceptions:
-                        raise
-                    return i, exc
-
-        tasks = [asyncio.ensure_future(one(i)) for i in range(len(inputs))]
-        try:
-            for finished in asyncio.as_completed(tasks):
-                yield await finished
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        return as_completed(self.ainvoke, inputs, config, return_exceptions, kwargs)

@@ -2,14 +2,34 @@
 
 :func:`closed_if_no_parameters` marks a tool without parameters strict and closed (so vLLM
 pins its call's arguments to ``{}``); :func:`to_response_format` builds an OpenAI
-``response_format`` from a schema, as ``ChatOpenAI`` does.
+``response_format`` from a schema, as ``ChatOpenAI`` does; :func:`openai_tools` and
+:func:`openai_tool_choice` are what ``bind_tools`` binds; :func:`structured_request` and
+:func:`parsed` are ``with_structured_output``'s request and parser.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from operator import itemgetter
+from typing import Any, Literal, cast
 
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import AIMessage
+from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser
+from langchain_core.output_parsers.openai_tools import (
+    JsonOutputKeyToolsParser,
+    PydanticToolsParser,
+)
+from langchain_core.runnables import Runnable, RunnableMap, RunnablePassthrough
+from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_core.utils.pydantic import is_basemodel_subclass
+from pydantic import BaseModel
+
+from ..errors import ConfigError
+
+Method = Literal["function_calling", "json_mode", "json_schema"]
+"""How ``with_structured_output`` asks for the schema."""
 
 
 def closed_if_no_parameters(tool: dict[str, Any]) -> dict[str, Any]:
@@ -57,3 +77,96 @@ def to_response_format(
     if strict is not None and response_format["type"] == "json_schema":
         response_format["json_schema"] = {**response_format["json_schema"], "strict": strict}
     return response_format
+
+
+def openai_tools(
+    tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool], strict: bool | None
+) -> list[dict[str, Any]]:
+    """``tools`` as OpenAI tool schemas (``strict`` on each); no-parameter tools closed."""
+    return [closed_if_no_parameters(convert_to_openai_tool(t, strict=strict)) for t in tools]
+
+
+def openai_tool_choice(tool_choice: str | dict[str, Any] | bool | None) -> Any:
+    """A ``tool_choice`` as OpenAI's: ``True``/``"any"`` is ``"required"``, a name a function."""
+    if tool_choice is True or tool_choice == "any":  # as ChatOpenAI: True means required
+        return "required"
+    if tool_choice is False:
+        return None
+    if isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "required"):
+        return {"type": "function", "function": {"name": tool_choice}}
+    return tool_choice
+
+
+def structured_request(
+    schema: dict[str, Any] | type | None,
+    method: Method,
+    strict: bool | None,
+    kwargs: dict[str, Any],
+) -> tuple[list[Any] | None, dict[str, Any], Runnable[Any, Any]]:
+    """How to ask for ``schema``: (tools to bind or ``None``, the bind arguments, the parser).
+
+    With tools, the model binds them (``bind_tools(tools, **arguments)``), else only the
+    arguments (``bind(**arguments)``); the parser reads the schema's value from the reply.
+    """
+    if schema is None:
+        raise ConfigError("with_structured_output needs a schema")
+    if method == "json_mode" and strict is not None:
+        raise ConfigError(
+            "strict goes with method='json_schema' or 'function_calling', not 'json_mode'"
+        )
+    pydantic = isinstance(schema, type) and is_basemodel_subclass(schema)
+    parser: Runnable[Any, Any]
+    if method == "function_calling":
+        name = convert_to_openai_tool(schema)["function"]["name"]
+        tools: list[Any] | None = [schema]
+        arguments = dict(
+            tool_choice=name,
+            strict=strict,
+            parallel_tool_calls=False,
+            ls_structured_output_format={
+                "kwargs": {"method": method, "strict": strict},
+                "schema": schema,
+            },
+            **kwargs,
+        )
+        parser = (
+            PydanticToolsParser(tools=[cast(type[BaseModel], schema)], first_tool_only=True)
+            if pydantic
+            else JsonOutputKeyToolsParser(key_name=name, first_tool_only=True)
+        )
+    elif method in ("json_schema", "json_mode"):
+        if method == "json_schema":
+            response_format = to_response_format(schema, strict=strict)
+            ls_format = {"kwargs": {"method": method, "strict": strict}, "schema": schema}
+        else:
+            response_format = {"type": "json_object"}
+            ls_format = {"kwargs": {"method": method}, "schema": schema}
+        tools = kwargs.pop("tools") if kwargs.get("tools") else None  # a tool call, or the JSON
+        arguments = dict(
+            response_format=response_format, ls_structured_output_format=ls_format, **kwargs
+        )
+        parser = (
+            PydanticOutputParser(pydantic_object=cast(type[BaseModel], schema))
+            if pydantic
+            else JsonOutputParser()
+        )
+    else:
+        raise ConfigError(
+            f"method must be 'json_schema', 'json_mode' or 'function_calling', got {method!r}"
+        )
+    return tools, arguments, parser
+
+
+def parsed(
+    llm: Runnable[LanguageModelInput, AIMessage], parser: Runnable[Any, Any], include_raw: bool
+) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
+    """``llm`` then ``parser``; with ``include_raw``, ``{"raw", "parsed", "parsing_error"}``."""
+    if not include_raw:
+        return llm | parser
+    with_parsed = RunnablePassthrough.assign(
+        parsed=itemgetter("raw") | parser, parsing_error=lambda _: None
+    )
+    fallback = RunnablePassthrough.assign(parsed=lambda _: None)
+    return RunnableMap(raw=llm) | with_parsed.with_fallbacks(
+        [fallback], exception_key="parsing_error"
+    )

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage, convert_to_openai_messages
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from ..endpoint import OpenAIEndpoint
+from ..endpoint import Endpoint, OpenAIEndpoint
+from ..errors import EndpointError
+from ..sync_bridge import run_sync
+
+KEPT_COUNTS = 1024
+"""How many message lists' exact counts :func:`messages_count` remembers."""
 
 
 def countable(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
@@ -34,3 +41,52 @@ def tiktoken_estimate(messages: list[dict[str, Any]]) -> int:
     except Exception:  # no network to fetch the BPE file, and none cached
         counts = [(len(t) + 3) // 4 for t in texts]
     return 3 + sum(4 + n for n in counts)
+
+
+def server_count(
+    base: Endpoint | None, count: Callable[[OpenAIEndpoint], Coroutine[Any, Any, int]]
+) -> int | None:
+    """A count by the base server (``/tokenize``); ``None`` when it cannot answer."""
+    if not isinstance(base, OpenAIEndpoint):
+        return None
+    try:
+        return run_sync(count(base))
+    except EndpointError:
+        return None
+
+
+def messages_count(
+    base: Callable[[], Endpoint | None],
+    messages: list[BaseMessage],
+    tools: Sequence[Any] | None,
+    counts: dict[str, int],
+) -> int:
+    """Tokens of ``messages`` (and ``tools``) as the base server's chat template renders them.
+
+    ``base`` gives the base server (``None``: none configured), asked only for a list not in
+    ``counts``, the exact counts kept so far (the oldest dropped past :data:`KEPT_COUNTS`);
+    with no server reachable, an estimate, not kept (the server may come back).
+    """
+    conversation = countable(messages)
+    if not conversation:
+        return 0
+    schemas = [convert_to_openai_tool(t) for t in tools] if tools else None
+    key = json.dumps([conversation, schemas], sort_keys=True, default=str)
+    if key not in counts:
+        count = server_count(
+            base(), lambda server: server.count_tokens(conversation, tools=schemas, retry=False)
+        )
+        if count is None:  # no server: an estimate, not kept (the server may come back)
+            return tiktoken_estimate(conversation)
+        if len(counts) >= KEPT_COUNTS:
+            counts.pop(next(iter(counts)))
+        counts[key] = count
+    return counts[key]
+
+
+def text_count(base: Endpoint | None, text: str) -> int:
+    """Tokens of ``text``: the base server's count when it answers, else an estimate."""
+    count = server_count(base, lambda server: count_text(server, text, retry=False))
+    if count is not None:
+        return count
+    return tiktoken_estimate([{"role": "user", "content": text}]) - 7
