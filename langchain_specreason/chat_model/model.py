@@ -42,7 +42,7 @@ from ..config import DEFAULT_JUDGE, SpecReasonConfig, read_config_file
 from ..endpoint import Endpoint, OpenAIEndpoint
 from ..endpoint.server import check_extra_body
 from ..errors import ConfigError
-from ..formats import get_format
+from ..formats import check_thinking_switch, get_format
 from ..graph import SpecReasonGraph
 from ..judges import Judge
 from ..sync_bridge import iter_sync, on_bridge_thread, run_sync
@@ -56,10 +56,11 @@ from .arguments import (
 )
 from .batch import as_completed, in_order
 from .discovery import ask, capabilities, discovery_targets, with_window
+from .local_tokens import LocalCounter
 from .messages import plain_reply
 from .run import Call, Parent, collect, events
 from .structured import Method, openai_tool_choice, openai_tools, parsed, structured_request
-from .tokens import messages_count, text_count
+from .tokens import find_local_counter, messages_count, text_count
 from .wiring import ENDPOINT_FIELDS, build_endpoints, build_graph
 
 
@@ -336,6 +337,10 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     custom_judge: SkipValidation[Judge | None] = Field(default=None, exclude=True)
     """A :class:`~.judges.Judge` object that decides instead of the named ``judge`` (for
     example the Arbitrage router's judge, :mod:`langchain_specreason.arbitrage`)."""
+    tokenizer: str | None = Field(default_factory=from_env("SPECREASON_TOKENIZER", default=None))
+    """A folder holding the base model's ``tokenizer.json`` (and its chat template), to count
+    tokens on this machine. Default: the model folder the base server reports (vLLM's
+    ``root``) when it exists here; else counts ask the server (``/tokenize``)."""
     config_file: str | None = None
     """A TOML file whose ``[specreason]`` table sets the knobs (``specreason tune`` writes
     one); arguments given here win over the file."""
@@ -350,6 +355,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     _discovered: bool = PrivateAttr(default=False)
     _own_profile: bool = PrivateAttr(default=True)
     _counts: dict[str, int] = PrivateAttr(default_factory=dict)
+    _local: list[LocalCounter | None] = PrivateAttr(default_factory=list)
 
     def _get_llm_string(self, stop: list[str] | None = None, **kwargs: Any) -> str:
         """LangChain's cache key: every serialized option, and what does not serialize.
@@ -418,6 +424,9 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         get_format(self.family)
         check_extra_body(self.model_kwargs, "model_kwargs")
         check_extra_body(self.extra_body)
+        check_thinking_switch(
+            get_format(self.family), {**self.model_kwargs, **(self.extra_body or {})}
+        )
 
     @model_validator(mode="before")
     @classmethod
@@ -494,6 +503,7 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
         With an ``extra_body`` the graph's endpoints add it to each chat request.
         """
         extra = check_extra_body(extra_body)
+        check_thinking_switch(get_format(self.family), extra)
         key = (config, json.dumps(extra, sort_keys=True, default=str))
         if key not in self._graphs:
             self._graphs[key] = build_graph(
@@ -662,15 +672,31 @@ class ChatSpecReason(BaseChatModel, SpecReasonConfig):
     ) -> int:
         """Tokens of any message list as the base server's chat template renders it.
 
-        Exact, by one ``/tokenize`` request (no retry) per distinct list, remembered (1,024
-        lists), so ``trim_messages(..., token_counter=llm)`` asks once per candidate; with no
-        server configured or reachable, an offline estimate (tiktoken). Needs no user message.
+        Exact, by the base model's own tokenizer and chat template on this machine (see
+        :attr:`tokenizer`: no request); else by one ``/tokenize`` request (no retry) per
+        distinct list, remembered (1,024 lists), so ``trim_messages(..., token_counter=llm)``
+        asks once per candidate; with no server configured or reachable, an offline estimate
+        (tiktoken). Needs no user message.
         """
-        return messages_count(self._base_or_none, messages, tools, self._counts)
+        return messages_count(
+            self._base_or_none, messages, tools, self._counts, self._local_counter
+        )
 
     def get_num_tokens(self, text: str) -> int:
-        """Tokens of ``text`` (exact through the server when reachable)."""
-        return text_count(self._base_or_none(), text)
+        """Tokens of ``text`` (exact by the local tokenizer, or through the server)."""
+        return text_count(self._base_or_none(), text, self._local_counter())
+
+    def _local_counter(self) -> LocalCounter | None:
+        """The base model's tokenizer on this machine (see :attr:`tokenizer`), found once."""
+        if not self._local:
+            body = {**self.model_kwargs, **(self.extra_body or {})}
+            counter, final = find_local_counter(
+                self.tokenizer, self._base_or_none(), body.get("chat_template_kwargs")
+            )
+            if not final:
+                return None
+            self._local.append(counter)
+        return self._local[0]
 
     # -- generation (run.py) --------------------------------------------------------------
     async def _events(

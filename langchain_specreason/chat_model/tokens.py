@@ -1,4 +1,8 @@
-"""Token counts for ``get_num_tokens``: the base server's exact count, or an offline estimate."""
+"""Token counts for ``get_num_tokens``: local, by the server, or estimated.
+
+The base model's own tokenizer on this machine first, else the base server's exact count
+(``/tokenize``), else an offline estimate.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from ..endpoint import Endpoint, OpenAIEndpoint
 from ..errors import EndpointError
 from ..sync_bridge import run_sync
+from .local_tokens import LocalCounter, local_counter, served_root
 
 KEPT_COUNTS = 1024
 """How many message lists' exact counts :func:`messages_count` remembers."""
@@ -55,17 +60,40 @@ def server_count(
         return None
 
 
+def find_local_counter(
+    folder: str | None, base: Endpoint | None, chat_template_kwargs: Any = None
+) -> tuple[LocalCounter | None, bool]:
+    """The base model's tokenizer on this machine, and whether that answer is final.
+
+    ``folder`` (the ``tokenizer`` setting) when given; else the folder the base server reports
+    as its model's ``root``, when it exists here (one ``/v1/models`` request, no retry). Not
+    final when the server did not answer: it is asked again at the next count.
+    """
+    if folder:
+        return local_counter(folder, chat_template_kwargs), True
+    if not isinstance(base, OpenAIEndpoint):
+        return None, True
+    try:
+        listed = run_sync(base.models(retry=False))
+    except EndpointError:
+        return None, False
+    return local_counter(served_root(listed, base.model), chat_template_kwargs), True
+
+
 def messages_count(
     base: Callable[[], Endpoint | None],
     messages: list[BaseMessage],
     tools: Sequence[Any] | None,
     counts: dict[str, int],
+    local: Callable[[], LocalCounter | None] = lambda: None,
 ) -> int:
     """Tokens of ``messages`` (and ``tools``) as the base server's chat template renders them.
 
-    ``base`` gives the base server (``None``: none configured), asked only for a list not in
-    ``counts``, the exact counts kept so far (the oldest dropped past :data:`KEPT_COUNTS`);
-    with no server reachable, an estimate, not kept (the server may come back).
+    ``local`` gives the base model's tokenizer on this machine (``None``: none), which counts
+    without a request; else ``base`` gives the base server (``None``: none configured), asked
+    only for a list not in ``counts``, the exact counts kept so far (the oldest dropped past
+    :data:`KEPT_COUNTS`); with no server reachable, an estimate, not kept (the server may come
+    back).
     """
     conversation = countable(messages)
     if not conversation:
@@ -73,9 +101,12 @@ def messages_count(
     schemas = [convert_to_openai_tool(t) for t in tools] if tools else None
     key = json.dumps([conversation, schemas], sort_keys=True, default=str)
     if key not in counts:
-        count = server_count(
-            base(), lambda server: server.count_tokens(conversation, tools=schemas, retry=False)
-        )
+        counter = local()
+        count = counter.count_messages(conversation, schemas) if counter else None
+        if count is None:
+            count = server_count(
+                base(), lambda server: server.count_tokens(conversation, tools=schemas, retry=False)
+            )
         if count is None:  # no server: an estimate, not kept (the server may come back)
             return tiktoken_estimate(conversation)
         if len(counts) >= KEPT_COUNTS:
@@ -84,8 +115,10 @@ def messages_count(
     return counts[key]
 
 
-def text_count(base: Endpoint | None, text: str) -> int:
-    """Tokens of ``text``: the base server's count when it answers, else an estimate."""
+def text_count(base: Endpoint | None, text: str, local: LocalCounter | None = None) -> int:
+    """Tokens of ``text``: the local tokenizer's or the base server's count, else an estimate."""
+    if local is not None:
+        return local.count_text(text)
     count = server_count(base, lambda server: count_text(server, text, retry=False))
     if count is not None:
         return count

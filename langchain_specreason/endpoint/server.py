@@ -416,9 +416,9 @@ class OpenAIEndpoint:
         """
         return await vllm_routes.reset_prefix_cache(self.client, self.base_url)
 
-    async def models(self) -> list[dict[str, Any]]:
+    async def models(self, *, retry: bool = True) -> list[dict[str, Any]]:
         """What the server lists at ``/v1/models`` (id, root, ``max_model_len``, ...)."""
-        page = await self._call(self.client.models.list, timeout=self._short)
+        page = await self._call(self.client.models.list, timeout=self._short, _retry=retry)
         return [{"id": m.id, **(m.model_extra or {})} for m in page.data]
 
     async def prompt_logprobs(
