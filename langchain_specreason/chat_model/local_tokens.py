@@ -37,29 +37,6 @@ class LocalCounter(Protocol):
         ...
 
 
-class _TemplateCounter:
-    """The model's chat template (jinja2, as transformers renders it) and its tokenizer."""
-
-    def __init__(self, tokenizer: Any, template: Any, context: Mapping[str, Any]) -> None:
-        self.tokenizer = tokenizer
-        self.template = template
-        self.context = dict(context)
-
-    def count_text(self, text: str) -> int:
-        return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
-
-    def count_messages(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> int | None:
-        try:
-            text = self.template.render(
-                messages=messages, tools=tools, add_generation_prompt=True, **self.context
-            )
-        except Exception:  # a template that refuses this list: the server says why, or counts
-            return None
-        return self.count_text(text)
-
-
 class _TextCounter:
     """The tokenizer alone: plain text only (no chat template to render)."""
 
@@ -73,6 +50,26 @@ class _TextCounter:
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
     ) -> int | None:
         return None
+
+
+class _TemplateCounter(_TextCounter):
+    """The tokenizer and the model's chat template (jinja2, as transformers renders it)."""
+
+    def __init__(self, tokenizer: Any, template: Any, context: Mapping[str, Any]) -> None:
+        super().__init__(tokenizer)
+        self.template = template
+        self.context = dict(context)
+
+    def count_messages(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> int | None:
+        try:
+            text = self.template.render(
+                messages=messages, tools=tools, add_generation_prompt=True, **self.context
+            )
+        except Exception:  # a template that refuses this list: the server says why, or counts
+            return None
+        return self.count_text(text)
 
 
 def _token_text(value: Any) -> Any:

@@ -158,8 +158,6 @@ class JudgeSpec:
     """The threshold's scale, lowest and highest meaningful value."""
     needs: tuple[Need, ...] = ()
     """What it needs from the servers (empty: no call at all)."""
-    calls: str = "none"
-    """Its server cost per step, for the docs' table (``base, 1 token``; ``none``)."""
 
     def describe(self) -> str:
         """``description``, with the threshold field and scale when it has one."""

@@ -174,5 +174,4 @@ SPEC = JudgeSpec(
     threshold_field="learned_threshold",
     threshold_range=(0.0, 1.0),
     needs=("base_prompt_logprobs", "draft_logprobs"),
-    calls="base, 0 tokens",
 )

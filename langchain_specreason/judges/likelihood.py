@@ -227,5 +227,4 @@ SPEC = JudgeSpec(
     threshold_field="likelihood_threshold",
     threshold_range=(float("-inf"), 0.0),
     needs=("base_prompt_logprobs",),
-    calls="base, 0 tokens",
 )

@@ -208,5 +208,4 @@ SPEC = JudgeSpec(
     threshold_field="threshold",
     threshold_range=(0.0, 10.0),
     needs=("base_chat",),
-    calls="base, 1 token",
 )
