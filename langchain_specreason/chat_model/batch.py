@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any, cast
 
 from langchain_core.language_models import LanguageModelInput
+from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import get_config_list
+
+from ..sync_bridge import iter_sync, run_sync
 
 
 async def as_completed(
@@ -62,3 +65,83 @@ async def in_order(
     async for i, reply in replies:
         by_index[i] = reply
     return [cast(AIMessage, by_index[i]) for i in range(count)]
+
+
+class CancellingBatches(BaseChatModel):
+    """Batches, sync and async, whose runs are cancelled when the batch stops early.
+
+    A base of :class:`~.model.ChatSpecReason`.
+    """
+
+    def batch(
+        self,
+        inputs: list[LanguageModelInput],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[AIMessage]:
+        """Answer several inputs at once (``max_concurrency`` in ``config`` bounds them).
+
+        Runs :meth:`abatch` on the sync API's event loop rather than ``invoke`` on a thread
+        pool, so Ctrl-C cancels every run (and its server requests) instead of waiting for
+        the threads to finish them; a run that fails cancels the others (see :meth:`abatch`).
+        """
+        if not inputs:
+            return []
+        return run_sync(self.abatch(inputs, config, return_exceptions=return_exceptions, **kwargs))
+
+    async def abatch(
+        self,
+        inputs: list[LanguageModelInput],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[AIMessage]:
+        """Answer several inputs at once (``max_concurrency`` in ``config`` bounds them).
+
+        Unlike langchain-core's, when a run fails (and ``return_exceptions`` is off) the runs
+        still going are cancelled before the error is raised, so none keeps its servers busy
+        for an answer nobody will read.
+        """
+        if not inputs:
+            return []
+        replies = self.abatch_as_completed(
+            inputs, config, return_exceptions=return_exceptions, **kwargs
+        )
+        return await in_order(replies, len(inputs))
+
+    def batch_as_completed(  # type: ignore[override]
+        self,
+        inputs: Sequence[LanguageModelInput],
+        config: RunnableConfig | Sequence[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> Iterator[tuple[int, AIMessage | Exception]]:
+        """Yield (index, reply) of each input as its run ends.
+
+        Runs :meth:`abatch_as_completed` on the sync API's event loop: Ctrl-C, or closing
+        the iterator, cancels the runs still going.
+        """
+        if not inputs:
+            return
+        yield from iter_sync(
+            self.abatch_as_completed(inputs, config, return_exceptions=return_exceptions, **kwargs)
+        )
+
+    def abatch_as_completed(  # type: ignore[override]
+        self,
+        inputs: Sequence[LanguageModelInput],
+        config: RunnableConfig | Sequence[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> AsyncIterator[tuple[int, AIMessage | Exception]]:
+        """Yield (index, reply) of each input as its run ends (``max_concurrency`` bounds them).
+
+        Unlike langchain-core's, the runs are cancelled when the iteration stops early
+        (cancelled, closed, or an error raised), so none keeps its servers busy.
+        """
+        return as_completed(self.ainvoke, inputs, config, return_exceptions, kwargs)

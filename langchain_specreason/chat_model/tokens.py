@@ -14,8 +14,9 @@ from langchain_core.messages import BaseMessage, convert_to_openai_messages
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ..endpoint import Endpoint, OpenAIEndpoint
-from ..errors import EndpointError
+from ..errors import ConfigError, EndpointError
 from ..sync_bridge import run_sync
+from .fields import ChatSpecReasonFields
 from .local_tokens import LocalCounter, local_counter, served_root
 
 KEPT_COUNTS = 1024
@@ -123,3 +124,45 @@ def text_count(base: Endpoint | None, text: str, local: LocalCounter | None = No
     if count is not None:
         return count
     return tiktoken_estimate([{"role": "user", "content": text}]) - 7
+
+
+class TokenCounting(ChatSpecReasonFields):
+    """Token counts of :class:`~.model.ChatSpecReason`: local, by the server, or estimated."""
+
+    def _base_or_none(self) -> Endpoint | None:
+        """The base server, or ``None`` when none is configured (counts are then estimates)."""
+        try:
+            return self.endpoint("base")
+        except ConfigError:
+            return None
+
+    def get_num_tokens_from_messages(
+        self, messages: list[BaseMessage], tools: Sequence[Any] | None = None
+    ) -> int:
+        """Tokens of any message list as the base server's chat template renders it.
+
+        Exact, by the base model's own tokenizer and chat template on this machine (see
+        :attr:`tokenizer`: no request); else by one ``/tokenize`` request (no retry) per
+        distinct list, remembered (1,024 lists), so ``trim_messages(..., token_counter=llm)``
+        asks once per candidate; with no server configured or reachable, an offline estimate
+        (tiktoken). Needs no user message.
+        """
+        return messages_count(
+            self._base_or_none, messages, tools, self._counts, self._local_counter
+        )
+
+    def get_num_tokens(self, text: str) -> int:
+        """Tokens of ``text`` (exact by the local tokenizer, or through the server)."""
+        return text_count(self._base_or_none(), text, self._local_counter())
+
+    def _local_counter(self) -> LocalCounter | None:
+        """The base model's tokenizer on this machine (see :attr:`tokenizer`), found once."""
+        if not self._local:
+            body = {**self.model_kwargs, **(self.extra_body or {})}
+            counter, final = find_local_counter(
+                self.tokenizer, self._base_or_none(), body.get("chat_template_kwargs")
+            )
+            if not final:
+                return None
+            self._local.append(counter)
+        return self._local[0]
