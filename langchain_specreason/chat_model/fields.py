@@ -67,7 +67,7 @@ class ChatSpecReasonFields(BaseChatModel, SpecReasonConfig):
     """Prompt family: ``instruct`` (the reply is the reasoning) or ``think`` (``<think>``)."""
     judge: str = Field(default_factory=from_env("SPECREASON_JUDGE", default=DEFAULT_JUDGE))
     """Which judge keeps or rejects draft steps (env ``SPECREASON_JUDGE``): ``score``,
-    ``likelihood``, ``confidence``, ``arithmetic``, or a cascade such as
+    ``likelihood``, ``confidence``, ``arithmetic``, ``learned``, or a cascade such as
     ``arithmetic+likelihood`` (see :mod:`langchain_specreason.judges`). Every other SpecReason
     knob (``threshold``, ``budget``, ``temperature``, ...) is a field of
     :class:`~.config.SpecReasonConfig`, inherited here with its default and docs."""

@@ -141,3 +141,30 @@ def test_the_judges_docs_table_lists_every_registered_judge():
 
     table = package.__doc__ or ""
     assert all(f"``{name}``" in table for name in judges.judge_specs())
+
+
+def test_the_chat_model_and_studio_docs_name_every_registered_judge():
+    # the CLI help reads the registry; these three are prose, so a test keeps them whole
+    from langchain_specreason import ChatSpecReason
+    from langchain_specreason.studio import StudioContext
+
+    field_doc = ChatSpecReason.model_fields["judge"].description or ""
+    guide = ChatSpecReason.__doc__ or ""
+    studio = _attribute_doc(StudioContext, "judge")
+    for name in judges.judge_specs():
+        assert f"``{name}``" in field_doc, name
+        assert f"`{name}`" in guide, name
+        assert f"``{name}``" in studio, name
+
+
+def _attribute_doc(cls, attribute):
+    """The docstring written under ``attribute`` in ``cls``'s source."""
+    import ast
+    import inspect
+    import itertools
+
+    body = ast.parse(inspect.getsource(cls)).body[0].body
+    for node, after in itertools.pairwise(body):
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == attribute:
+            return after.value.value
+    raise AssertionError(f"no docstring under {attribute}")
