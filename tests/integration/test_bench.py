@@ -148,7 +148,7 @@ def test_bench_writes_every_file_and_resumes(servers, tmp_path):
     served = session["servers"][0]
     assert served["draft"]["models"][0]["id"] and served["base"]["models"][0]["id"]
     summary = (out / "summary.md").read_text()
-    assert "| base | 1 |" in summary and "| specreason t=7 | 1 |" in summary
+    assert "| base | 1 |" in summary and "| specreason threshold=7 | 1 |" in summary
     for png in ("accuracy_latency.png", "time_split.png"):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
 
@@ -172,7 +172,7 @@ def test_bench_writes_every_file_and_resumes(servers, tmp_path):
     drafted, rejected = new[0]["steps_drafted"], new[0]["steps_rewritten"]
     assert drafted <= seen["draft"] <= drafted + rejected
     summary = (out / "summary.md").read_text()
-    assert "| base | 2 |" in summary and "| specreason t=7 | 2 |" in summary
+    assert "| base | 2 |" in summary and "| specreason threshold=7 | 2 |" in summary
     assert len(json.loads((out / "meta.json").read_text())["sessions"]) == 2
 
     # everything done: a third run asks the servers nothing and only rewrites the report
@@ -183,7 +183,7 @@ def test_bench_writes_every_file_and_resumes(servers, tmp_path):
     assert seen["base"] < sum(base_requests(r) for r in second)
     assert "4 already done" in done.stderr
     assert results(out) == second
-    assert "| specreason t=7 | 2 |" in (out / "summary.md").read_text()
+    assert "| specreason threshold=7 | 2 |" in (out / "summary.md").read_text()
 
 
 def test_bench_load_on_the_servers_answers_every_request_and_skips_a_done_count(servers, tmp_path):

@@ -77,14 +77,14 @@ def test_labelling_two_problems_end_to_end_writes_valid_labels(servers, tmp_path
         *urls,
         "--labels",
         str(out / "labels.jsonl"),
-        "--measures",
+        "--judge",
         "likelihood,confidence,arithmetic,consistency",
         "--out",
         str(judged),
         "--no-progress",
     )
     results = [json.loads(line) for line in (judged / "results.jsonl").read_text().splitlines()]
-    sampled = [r for r in results if r["measure"] == "consistency"]
+    sampled = [r for r in results if r["judge"] == "consistency"]
     assert len(sampled) == len(rows)  # the draft sampled each step's position, 4 at once
     for r in sampled:
         assert len(r["detail"]["samples"]) == 4
@@ -112,9 +112,9 @@ def test_tune_on_two_dev_problems_writes_a_config_the_chat_model_answers_with(se
         "2",
         "--heldout-count",
         "2",
-        "--judges",
+        "--judge",
         "arithmetic+likelihood",
-        "--thresholds=-1000,0",  # with "=": a value starting with "-" is not a flag
+        "--likelihood-threshold=-1000,0",  # with "=": a value starting with "-" is not a flag
         "--first-n-base-steps",
         "0",
         "--steps-ahead",

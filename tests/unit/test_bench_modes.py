@@ -12,8 +12,8 @@ from langchain_specreason.lab.bench.modes import (
     Run,
     expand_runs,
     group_by_variant,
+    parse_field_thresholds,
     parse_judges,
-    parse_logprob_thresholds,
     parse_modes,
     parse_score_methods,
     parse_thresholds,
@@ -48,14 +48,14 @@ def test_thresholds_sweep_only_specreason_modes():
         Run("specreason+sd", 5.0, "greedy", "sd"),
         Run("specreason+sd", 9.0, "greedy", "sd"),
     ]
-    assert Run("specreason", 7.0, "average").label == "specreason t=7 average"
+    assert Run("specreason", 7.0, "average").label == "specreason threshold=7 score_method=average"
     assert Run("base").key("p1") == ("base", None, None, None, None, 0, None, None, "p1")
 
 
 def test_sd_runs_on_different_speculators_are_different_runs():
     ngram = expand_runs(["sd", "specreason+sd"], [7.0], ["greedy"], sd_variant="ngram")
     draft_model = expand_runs(["sd"], [7.0], ["greedy"])
-    assert [r.label for r in ngram] == ["sd[ngram]", "specreason+sd[ngram] t=7"]
+    assert [r.label for r in ngram] == ["sd[ngram]", "specreason+sd[ngram] threshold=7"]
     assert draft_model[0].label == "sd"
     assert ngram[0].key("p1") != draft_model[0].key("p1")
     # A result line names its variant; lines written before runs had one are the default.
@@ -119,7 +119,11 @@ def test_plan_from_flags(tmp_path):
     )
     plan = make_plan(args)
     assert [len(p) for p in (plan.problems, plan.groups)] == [2, 1]
-    assert [r.label for r in plan.groups[0][1]] == ["base", "specreason t=5", "specreason t=9"]
+    assert [r.label for r in plan.groups[0][1]] == [
+        "base",
+        "specreason threshold=5",
+        "specreason threshold=9",
+    ]
     config = plan.settings.config(Run("specreason", 5.0, "greedy"))
     assert (config.threshold, config.budget, config.seed, config.temperature) == (5.0, 64, 3, 0.0)
     assert plan.meta_settings["dataset"] == str(path.resolve())
@@ -161,7 +165,7 @@ def test_judges_expand_on_their_own_threshold_scales():
         [7.0],
         ["greedy"],
         judges=["score", "likelihood", "arithmetic", "arithmetic+likelihood"],
-        logprob_thresholds=[-3.5, -5.0],
+        field_thresholds={"likelihood_threshold": [-3.5, -5.0]},
     )
     assert runs == [
         Run("specreason", 7.0, "greedy"),
@@ -171,7 +175,7 @@ def test_judges_expand_on_their_own_threshold_scales():
         Run("specreason", -3.5, None, None, "arithmetic+likelihood"),
         Run("specreason", -5.0, None, None, "arithmetic+likelihood"),
     ]
-    assert runs[4].label == "specreason arithmetic+likelihood t=-3.5"
+    assert runs[4].label == "specreason arithmetic+likelihood likelihood_threshold=-3.5"
     assert runs[3].label == "specreason arithmetic"
     # older result lines (no judge) are the score judge's; the judge is part of the key
     assert Run.of({"mode": "specreason", "threshold": 7, "score_method": "greedy"}) == runs[0]
@@ -206,13 +210,13 @@ def test_judge_settings_reach_the_config():
     ("text", "message"),
     [
         ("0.5", "likelihood_threshold: Input should be less than or equal to 0"),
-        ("-1,abc", "log-probability threshold 'abc' is not a number"),
-        (" ", "--logprob-threshold is empty"),
+        ("-1,abc", "--likelihood-threshold 'abc' is not a number"),
+        (" ", "--likelihood-threshold is empty"),
     ],
 )
-def test_bad_logprob_thresholds(text, message):
+def test_bad_likelihood_thresholds(text, message):
     with pytest.raises(ConfigError, match=message):
-        parse_logprob_thresholds(text)
+        parse_field_thresholds(text, "likelihood_threshold")
 
 
 def test_bad_judge_names():
@@ -228,11 +232,13 @@ def test_base_first_steps_are_part_of_a_runs_identity():
         [7.0],
         ["greedy"],
         judges=["arithmetic+likelihood"],
-        logprob_thresholds=[-3.5],
+        field_thresholds={"likelihood_threshold": [-3.5]},
         first_n_base_steps=2,
     )
     assert runs == [Run("specreason", -3.5, None, None, "arithmetic+likelihood", 2)]
-    assert runs[0].label == "specreason arithmetic+likelihood first_n_base_steps=2 t=-3.5"
+    assert runs[0].label == (
+        "specreason arithmetic+likelihood first_n_base_steps=2 likelihood_threshold=-3.5"
+    )
     assert runs[0].key("p") != Run("specreason", -3.5, None, None, "arithmetic+likelihood").key("p")
     assert (
         Run.of(
@@ -276,24 +282,72 @@ def _plan_with(tmp_path, *flags: str):
 
 
 def test_the_learned_judge_takes_its_threshold_on_its_own_scale(tmp_path):
-    """--logprob-threshold feeds learned_threshold (0-1): it was checked as a log-probability
-    (<= 0), so `bench --judge learned` could get no valid threshold but 0."""
-    plan = _plan_with(tmp_path, "--judge", "arithmetic+learned", "--logprob-threshold", "0.8")
+    """--learned-threshold feeds learned_threshold (0-1), checked on that field's scale, not
+    as a log-probability (<= 0)."""
+    plan = _plan_with(tmp_path, "--judge", "arithmetic+learned", "--learned-threshold", "0.8")
     [run] = plan.groups[0][1]
     assert plan.settings.config(run).learned_threshold == 0.8
     # without the flag: the learned judge's own default, not the likelihood's -0.55
     [run] = _plan_with(tmp_path, "--judge", "learned").groups[0][1]
     assert run.threshold == SpecReasonConfig().learned_threshold
     with pytest.raises(ConfigError, match="learned_threshold"):
-        _plan_with(tmp_path, "--judge", "learned", "--logprob-threshold=-0.5")
+        _plan_with(tmp_path, "--judge", "learned", "--learned-threshold=-0.5")
     # a log-probability judge keeps its scale and default
     [run] = _plan_with(tmp_path, "--judge", "likelihood").groups[0][1]
     assert run.threshold == SpecReasonConfig().likelihood_threshold
     with pytest.raises(ConfigError, match="likelihood_threshold"):
-        _plan_with(tmp_path, "--judge", "likelihood", "--logprob-threshold", "0.8")
-    # both scales in one benchmark: no default fits both
-    with pytest.raises(ConfigError, match="learned judge's threshold is a probability"):
-        _plan_with(tmp_path, "--judge", "likelihood,learned")
+        _plan_with(tmp_path, "--judge", "likelihood", "--likelihood-threshold", "0.8")
+    # both scales in one benchmark: each judge reads its own field's flag and default
+    plan = _plan_with(
+        tmp_path, "--judge", "likelihood,learned,confidence", "--likelihood-threshold=-1,-2"
+    )
+    got = {(r.judge, r.threshold) for r in plan.groups[0][1]}
+    assert got == {
+        ("likelihood", -1.0),
+        ("likelihood", -2.0),
+        ("learned", SpecReasonConfig().learned_threshold),
+        ("confidence", SpecReasonConfig().confidence_threshold),
+    }
+
+
+def _settings(plan):
+    return sorted(
+        (r.judge or "score", plan.settings.config(r).as_dict()[r.setting])
+        for r in plan.groups[0][1]
+    )
+
+
+@pytest.mark.parametrize(
+    ("judge", "old", "new"),
+    [
+        ("likelihood", "--logprob-threshold=-1,-2", "--likelihood-threshold=-1,-2"),
+        ("arithmetic+likelihood", "--logprob-threshold=-3", "--likelihood-threshold=-3"),
+        ("confidence", "--logprob-threshold=-0.4", "--confidence-threshold=-0.4"),
+        ("learned", "--logprob-threshold=0.8", "--learned-threshold=0.8"),
+    ],
+)
+def test_the_old_threshold_flag_still_parses_to_the_same_settings(
+    tmp_path, capsys, judge, old, new
+):
+    """--logprob-threshold (deprecated) runs what the flag named after the field runs, and
+    says which flag to use."""
+    capsys.readouterr()
+    by_new = _settings(_plan_with(tmp_path, "--judge", judge, new))
+    assert "deprecated" not in capsys.readouterr().err
+    by_old = _settings(_plan_with(tmp_path, "--judge", judge, old))
+    wanted = sorted((judge, float(v)) for v in new.split("=")[1].split(","))
+    assert by_new == wanted and by_old == wanted
+    err = capsys.readouterr().err
+    assert "--logprob-threshold is deprecated" in err and "--likelihood-threshold" in err
+
+
+def test_the_old_threshold_flag_is_hidden_and_checked_on_every_scale_it_feeds(tmp_path):
+    help_text = build_parser()._subparsers._group_actions[0].choices["bench"].format_help()
+    assert "--likelihood-threshold" in help_text and "--learned-threshold" in help_text
+    assert "--logprob-threshold" not in help_text
+    # it fed every judge with a threshold of its own, so a value must fit all of them
+    with pytest.raises(ConfigError, match="learned_threshold"):
+        _plan_with(tmp_path, "--judge", "likelihood,learned", "--logprob-threshold=-0.5")
 
 
 def test_agree_modes_run_each_rule_and_steps_ahead_and_configure_the_graph():

@@ -180,12 +180,16 @@ def test_report_writes_summary_and_plots(tmp_path):
     assert "- budget: `1024`" in md and "base model: base-model" in md
     assert "| base | 3 | 66.7% (2) | 20.00 | 20.00 | 28.00 | 1.00× | – |" in md
     assert (
-        "| specreason t=7 | 2 | 50.0% (1) | 5.00 | 5.00 | 5.80 | 3.00× | 50% | 10.0% | 60% "
+        "| specreason threshold=7 | 2 | 50.0% (1) | 5.00 | 5.00 | 5.80 | 3.00× | 50% | 10.0% | 60% "
         "| 40 | 30 |"
     ) in md
-    assert "| specreason t=9 | 1 |" in md
+    assert "| specreason threshold=9 | 1 |" in md
     summary = json.loads((tmp_path / SUMMARY_JSON).read_text())
-    assert [row["label"] for row in summary] == ["base", "specreason t=7", "specreason t=9"]
+    assert [row["label"] for row in summary] == [
+        "base",
+        "specreason threshold=7",
+        "specreason threshold=9",
+    ]
     for name in (ACCURACY_PLOT, TIME_PLOT):
         data = (tmp_path / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
@@ -195,11 +199,11 @@ def test_report_follows_results_after_a_resume(tmp_path, capsys):
     records = synthetic()
     write_folder(tmp_path, records[:4])
     write_report(tmp_path)
-    assert "| specreason t=7 | 1 |" in (tmp_path / SUMMARY_MD).read_text()
+    assert "| specreason threshold=7 | 1 |" in (tmp_path / SUMMARY_MD).read_text()
     write_folder(tmp_path, records)  # the resumed run added lines
     assert main(["bench", "report", str(tmp_path)]) == 0
     assert str(tmp_path / SUMMARY_MD) in capsys.readouterr().out
-    assert "| specreason t=7 | 2 |" in (tmp_path / SUMMARY_MD).read_text()
+    assert "| specreason threshold=7 | 2 |" in (tmp_path / SUMMARY_MD).read_text()
     (tmp_path / TIME_PLOT).unlink()
     assert main(["bench", "--report-only", "--out", str(tmp_path)]) == 0
     assert (tmp_path / TIME_PLOT).is_file()
@@ -221,7 +225,7 @@ def test_scatter_labels_never_share_a_line_where_they_overlap():
 def test_plot_labels_name_the_problem_count_only_when_it_differs():
     rows = {r.run.label: r for r in summarize(synthetic())}
     assert plot_label(rows["base"], 3) == "base"
-    assert plot_label(rows["specreason t=9"], 3) == "specreason t=9 (n=1)"
+    assert plot_label(rows["specreason threshold=9"], 3) == "specreason threshold=9 (n=1)"
 
 
 def test_result_lines_in_old_words_read_in_todays(tmp_path):

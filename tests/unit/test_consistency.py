@@ -1,4 +1,4 @@
-"""Draft self-consistency (``bench judges --measures consistency``): readings and the call."""
+"""Draft self-consistency (``bench judges --judge consistency``): readings and the call."""
 
 from __future__ import annotations
 
@@ -95,6 +95,6 @@ def test_consistency_is_measured_only_when_asked_and_named_by_its_reading():
 
 
 def test_every_measure_has_its_costs_in_the_label_report():
-    from langchain_specreason.lab.bench.labelreport import MEASURE_NAMES
+    from langchain_specreason.lab.bench.labelreport import JUDGE_NAMES
 
-    assert set(MEASURE_NAMES) == set(MEASURES)
+    assert set(JUDGE_NAMES) == set(MEASURES)

@@ -47,7 +47,7 @@ def test_models_list_names_the_catalog():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("bench", "judges", "--measures", "vibes"), "unknown measure 'vibes'"),
+        (("bench", "judges", "--judge", "vibes"), "unknown judge 'vibes'"),
         (
             (
                 "bench",
@@ -65,7 +65,7 @@ def test_models_list_names_the_catalog():
                 "bench",
                 "--judge",
                 "likelihood",
-                "--logprob-threshold=0.5",
+                "--likelihood-threshold=0.5",
                 "--draft-url",
                 "http://127.0.0.1:9/v1",
                 "--base-url",

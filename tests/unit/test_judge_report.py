@@ -31,9 +31,9 @@ def test_best_threshold_maximises_balanced_accuracy():
     assert best_threshold([5, 6, 7], [1, 2, 6]) == 5
 
 
-def line(measure, example, kind, scores, **extra):
+def line(judge, example, kind, scores, **extra):
     return {
-        "measure": measure,
+        "judge": judge,
         "example": f"{example}:{kind}",
         "problem_id": example,
         "kind": kind,
@@ -114,10 +114,27 @@ def test_report_files(tmp_path):
     assert len(paths) == 3
 
 
-def test_unknown_measure_is_a_config_error():
-    with pytest.raises(ConfigError, match="unknown measure 'vibes'"):
+def test_a_report_is_built_alike_from_result_lines_that_say_measure(tmp_path):
+    """Folders written before issue 43 name a line's judge ``measure``; the report (and
+    ``--report-only``) reads them as today's ``judge``."""
+    old = [{("measure" if k == "judge" else k): v for k, v in r.items()} for r in RECORDS]
+    assert all("measure" in r and "judge" not in r for r in old)
+    for name, lines in (("new", RECORDS), ("old", old)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+        write_judge_report(tmp_path / name)
+    new_rows = json.loads((tmp_path / "new" / "summary.json").read_text())
+    old_rows = json.loads((tmp_path / "old" / "summary.json").read_text())
+    assert len(new_rows) > 3 and old_rows == new_rows
+    assert (tmp_path / "old" / "summary.md").read_text() == (
+        tmp_path / "new" / "summary.md"
+    ).read_text()
+
+
+def test_unknown_judge_is_a_config_error():
+    with pytest.raises(ConfigError, match="unknown judge 'vibes'"):
         parse_measures("likelihood,vibes")
-    with pytest.raises(ConfigError, match="--measures is empty"):
+    with pytest.raises(ConfigError, match="--judge is empty"):
         parse_measures(" , ")
 
 

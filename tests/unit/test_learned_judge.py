@@ -116,9 +116,9 @@ def test_labels_file_reader_rejects_malformed_lines(tmp_path):
         load_labelled_steps(path)
 
 
-def result(measure: str, example: str, harmful: bool, scores: dict[str, float]) -> dict:
+def result(judge: str, example: str, harmful: bool, scores: dict[str, float]) -> dict:
     return {
-        "measure": measure,
+        "judge": judge,
         "example": example,
         "problem_id": example,
         "kind": "harmful" if harmful else "harmless",
@@ -214,7 +214,7 @@ def test_cross_validated_never_scores_a_step_with_a_model_fitted_on_its_problem(
             ex = f"prob{p}:{k}"
             rows.append(result("likelihood", ex, harmful, {"mean": base, "min": base, "math": 0}))
             rows.append(result("arithmetic", ex, harmful, {"verdict": 0.5}))
-    step_of = {r["scores"]["mean"]: r["example"] for r in rows if r["measure"] == "likelihood"}
+    step_of = {r["scores"]["mean"]: r["example"] for r in rows if r["judge"] == "likelihood"}
     left_out: list[set[str]] = []
     real_fit = labelreport.fit_logistic
 
@@ -418,3 +418,22 @@ def test_a_labels_report_with_one_label_says_the_fit_was_skipped():
     summary = summarise_labels(harmless_only)
     assert summary["learned_weights"] is None and "learned" not in summary["judges"]
     assert any("one label only" in n for n in summary["notes"])
+
+
+def test_a_label_report_is_built_alike_from_result_lines_that_say_measure(tmp_path):
+    """Folders written before issue 43 name a line's judge ``measure``: the report reads them
+    as it reads today's ``judge``."""
+    from langchain_specreason.lab.bench.labelreport import write_label_report
+
+    rows = labelled_results()
+    assert all("judge" in r and "measure" not in r for r in rows)
+    old = [{("measure" if k == "judge" else k): v for k, v in r.items()} for r in rows]
+    for name, lines in (("new", rows), ("old", old)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8"
+        )
+        write_label_report(tmp_path / name)
+    new_summary = json.loads((tmp_path / "new" / "summary.json").read_text())
+    old_summary = json.loads((tmp_path / "old" / "summary.json").read_text())
+    assert new_summary["judges"] and old_summary["judges"] == new_summary["judges"]

@@ -198,7 +198,12 @@ def test_tune_reads_the_probe_and_skips_settings_that_cannot_beat_its_reference(
     assert not below_reference(table, "likelihood", False)  # 1.875 > 1.8
     assert below_reference(table, "arithmetic+likelihood", True)  # 1.42 on the sd base
     assert candidate_ceiling(table, "score", True) == pytest.approx(3.0)  # not measured: 1 / c
-    runs = Grid(("arithmetic+likelihood", "score"), (-0.5,), (0,), (False, True)).runs()
+    runs = Grid(
+        ("arithmetic+likelihood", "score"),
+        {"likelihood_threshold": (-0.5,), "threshold": (7.0,)},
+        (0,),
+        (False, True),
+    ).runs()
     kept = _probed(runs, str(path))
     assert [(r.judge, r.mode) for r in kept] == [
         ("arithmetic+likelihood", "specreason"),

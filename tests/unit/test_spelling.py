@@ -199,7 +199,7 @@ def _args(tmp_path, *flags: str) -> argparse.Namespace:
             "judges",
             "--family",
             "instruct",
-            "--measures",
+            "--judge",
             "arithmetic",
             "--limit",
             "2",
@@ -241,6 +241,29 @@ async def test_digits_record_no_numbers_key_and_report_as_before(tmp_path, sampl
     assert "numbers" not in json.loads((out / "meta.json").read_text())["settings"]
     assert "words" not in (out / "summary.md").read_text()
     assert await judgebench.run_judges(_args(tmp_path, "--numbers", "digits")) == 0  # resumes
+
+
+async def test_a_result_line_names_its_judge_and_old_lines_still_resume(tmp_path, samples, capsys):
+    assert await judgebench.run_judges(_args(tmp_path)) == 0
+    path = tmp_path / "out" / "results.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert records and all(r["judge"] == "arithmetic" and "measure" not in r for r in records)
+    # a folder written before issue 43: its lines say "measure"; they are done, not redone
+    old = [{("measure" if k == "judge" else k): v for k, v in r.items()} for r in records]
+    path.write_text("".join(json.dumps(r) + "\n" for r in old))
+    capsys.readouterr()
+    assert await judgebench.run_judges(_args(tmp_path)) == 0
+    assert "0 calls to make" in capsys.readouterr().err
+    assert len(path.read_text().splitlines()) == len(old)
+
+
+def test_the_old_measures_flag_still_picks_the_judges(capsys):
+    parser = argparse.ArgumentParser()
+    judgebench.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["judges", "--measures", "arithmetic,likelihood"])
+    assert judgebench.parse_measures(args.judge) == ["arithmetic", "likelihood"]
+    assert "--measures is deprecated; use --judge" in capsys.readouterr().err
+    assert "--measures" not in parser._subparsers._group_actions[0].choices["judges"].format_help()
 
 
 @pytest.mark.parametrize(

@@ -49,7 +49,12 @@ def test_the_accuracy_tolerance_and_a_missing_sd():
 
 
 def test_grid_expands_every_setting_and_checks_the_judges():
-    grid = Grid(("arithmetic+likelihood",), (-3.0, -2.5), (0, 2), (False, True))
+    grid = Grid(
+        ("arithmetic+likelihood",),
+        {"likelihood_threshold": (-3.0, -2.5), "threshold": (7.0,)},
+        (0, 2),
+        (False, True),
+    )
     runs = grid.runs()
     assert len(runs) == 8
     assert {r.mode for r in runs} == {"specreason", "specreason+sd"}
@@ -60,11 +65,13 @@ def test_grid_expands_every_setting_and_checks_the_judges():
         (-2.5, 2),
     }
     with pytest.raises(ConfigError, match="unknown judge"):
-        Grid(("nope",), (1.0,), (0,), (False,)).runs()
+        Grid(("nope",), {"threshold": (1.0,)}, (0,), (False,)).runs()
 
 
 def test_grid_searches_the_agree_mode_on_plain_and_sd_base_servers():
-    grid = Grid(("likelihood",), (-0.5,), (0,), (False, True), ("result",), (2, 3))
+    grid = Grid(
+        ("likelihood",), {"likelihood_threshold": (-0.5,)}, (0,), (False, True), ("result",), (2, 3)
+    )
     agree = [r for r in grid.runs() if r.agree_rule is not None]
     assert sorted((r.mode, r.variant, r.steps_ahead) for r in agree) == [
         ("agree", None, 2),
@@ -73,6 +80,43 @@ def test_grid_searches_the_agree_mode_on_plain_and_sd_base_servers():
         ("agree+sd", "sd", 3),
     ]
     assert len(grid.runs()) == 6  # and the two judge settings
+
+
+def _tune_grid(*flags: str):
+    from langchain_specreason.cli import build_parser
+    from langchain_specreason.lab.bench.tune import grid_thresholds
+
+    args = build_parser().parse_args(["tune", "--out", "x", *flags])
+    return args.judge, grid_thresholds(args)
+
+
+def test_each_judge_is_searched_at_its_own_fields_thresholds():
+    judge, thresholds = _tune_grid(
+        "--judge", "likelihood,confidence,score", "--likelihood-threshold=-1,-2"
+    )
+    runs = Grid(tuple(judge.split(",")), thresholds, (0,), (False,)).runs()
+    assert [(r.judge, r.threshold) for r in runs] == [
+        ("likelihood", -1.0),
+        ("likelihood", -2.0),
+        ("confidence", -0.28),  # confidence_threshold's own default
+        ("score", 7.0),  # threshold's
+    ]
+
+
+def test_the_old_tune_flags_still_parse_to_the_same_grid(capsys):
+    """--judges and --thresholds (deprecated) give the grid --judge and the threshold flags
+    give; each says which flag to use. --thresholds fed every judge, on its own scale."""
+    new = _tune_grid("--judge", "arithmetic+likelihood", "--likelihood-threshold=-1,-2")
+    assert "deprecated" not in capsys.readouterr().err
+    old = _tune_grid("--judges", "arithmetic+likelihood", "--thresholds=-1,-2")
+    assert old[0] == new[0] == "arithmetic+likelihood"
+    assert old[1]["likelihood_threshold"] == new[1]["likelihood_threshold"] == (-1.0, -2.0)
+    err = capsys.readouterr().err
+    assert "--judges is deprecated; use --judge" in err
+    assert "--thresholds is deprecated; use --likelihood-threshold" in err
+    # a flag named after the field wins over the old list
+    _, both = _tune_grid("--thresholds=-1", "--likelihood-threshold=-3")
+    assert both["likelihood_threshold"] == (-3.0,)
 
 
 class Counting:

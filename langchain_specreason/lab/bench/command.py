@@ -28,6 +28,7 @@ from ...judges.registry import judge_specs, threshold_field
 from ...serving.profiles import load_profile
 from ..agreement.report import add_parser as add_agreement_parser
 from ..agreement.report import run as run_agreement
+from ..oldflags import add_old_spelling
 from .datasets import Problem, add_dataset_flags, is_file_dataset, problems_of
 from .judgebench import add_parser as add_judges_parser
 from .judgebench import run_judges
@@ -45,8 +46,8 @@ from .modes import (
     expand_runs,
     group_by_variant,
     parse_agree_rules,
+    parse_field_thresholds,
     parse_judges,
-    parse_logprob_thresholds,
     parse_modes,
     parse_score_methods,
     parse_steps_ahead,
@@ -57,6 +58,14 @@ from .report import write_report
 from .results import RESULTS, RUNS, JsonlAppender, ResultKey, done_keys, read_records
 from .runner import BENCH_DEFAULTS, GENERATION_FIELDS, BenchSettings, Sinks, run_group
 from .servers import ServerSource, add_server_flags, api_key_of
+
+JUDGE_THRESHOLDS = {
+    "likelihood_threshold": "likelihood judge: the base model's log-probability threshold <= 0",
+    "confidence_threshold": "confidence judge: the draft model's log-probability threshold <= 0",
+    "learned_threshold": "learned judge: the P(harmless) threshold 0-1",
+}
+"""The threshold fields of the judges other than ``score`` (whose is ``--threshold``): each
+is a flag of its own name."""
 
 
 def add_parser(subparsers: Any) -> None:
@@ -110,12 +119,18 @@ def add_parser(subparsers: Any) -> None:
         help="SpecReason modes: judge name(s), comma list; a+b cascades "
         f"({', '.join(judge_specs())}; default: the library's, {config_default('judge')})",
     )
-    runs.add_argument(
+    for field, what in JUDGE_THRESHOLDS.items():
+        flag = "--" + field.replace("_", "-")
+        minus = f"; write {flag}=-0.5,-1 for a list" if config_default(field) < 0 else ""
+        runs.add_argument(
+            flag, help=f"{what}; a comma list sweeps (default {config_default(field)}{minus})"
+        )
+    add_old_spelling(
+        runs,
         "--logprob-threshold",
-        help="likelihood/confidence judges: log-probability threshold(s) <= 0 (default "
-        f"{config_default('likelihood_threshold')}); learned judge: P(harmless) 0-1 "
-        f"(default {config_default('learned_threshold')}); "
-        "write --logprob-threshold=-0.5,-1 for a list",
+        "--likelihood-threshold, --confidence-threshold or --learned-threshold",
+        dest="logprob_threshold",
+        default=None,
     )
     runs.add_argument(
         "--first-n-base-steps",
@@ -214,9 +229,9 @@ def default_out(dataset: str, now: datetime | None = None) -> Path:
 def apply_config_file(args: argparse.Namespace) -> SpecReasonConfig | None:
     """Set the run flags from ``--config-file`` (``None`` without one).
 
-    The file's judge, its threshold (``--threshold`` or ``--logprob-threshold`` by the judge's
-    scale), the score method, the base model's first steps, the agree mode's rule and steps
-    ahead, and the generation fields replace the flags' values.
+    The file's judge, its threshold (the flag of the judge's threshold field: ``--threshold``,
+    ``--likelihood-threshold`` ...), the score method, the base model's first steps, the agree
+    mode's rule and steps ahead, and the generation fields replace the flags' values.
     """
     if not getattr(args, "config_file", None):
         return None
@@ -227,7 +242,8 @@ def apply_config_file(args: argparse.Namespace) -> SpecReasonConfig | None:
         args.threshold = f"{config.threshold:g}"
         args.score_method = config.score_method
     elif field is not None:
-        args.logprob_threshold = f"{getattr(config, field):g}"
+        setattr(args, field, f"{getattr(config, field):g}")
+        args.logprob_threshold = None
     args.first_n_base_steps = config.first_n_base_steps
     args.agree_rule, args.steps_ahead = config.agree_rule, str(config.steps_ahead)
     for name in GENERATION_FIELDS:
@@ -252,40 +268,25 @@ def check_config_file(config: SpecReasonConfig, runs: list[Run], settings: Bench
             )
 
 
-def judge_thresholds(text: str | None, judges: list[str]) -> list[float]:
-    """The values of ``--logprob-threshold``, checked on the scale of the judges that read it.
+def judge_thresholds(args: argparse.Namespace, judges: list[str]) -> dict[str, list[float]]:
+    """The thresholds of each field that ``judges`` read besides ``threshold``, checked.
 
-    ``likelihood``/``confidence`` read a log-probability (<= 0), ``learned`` a P(harmless)
-    (0-1): each value must be valid for every such judge in ``judges``. Without the flag, the
-    judges' default (``likelihood_threshold``'s, or ``learned_threshold``'s when only learned
-    judges read it). ConfigError naming the field otherwise.
+    ``--likelihood-threshold``, ``--confidence-threshold`` and ``--learned-threshold`` feed
+    their own field; without one, the deprecated ``--logprob-threshold`` (which fed every
+    such judge, so each value must be valid for all), else the field's default. ConfigError
+    naming the field otherwise.
     """
-    fields = {
-        field for judge in judges if (field := threshold_field(judge)) not in (None, "threshold")
-    }
-    learned = "learned_threshold" in fields
-    if text is None:
-        if learned and len(fields) > 1:
-            raise ConfigError(
-                "--logprob-threshold: the learned judge's threshold is a probability (0-1), "
-                "the other judges' a log-probability (<= 0); give the learned judge a "
-                "benchmark of its own, or a value valid for both"
-            )
-        text = str(config_default("learned_threshold" if learned else "likelihood_threshold"))
-    if not learned:
-        return parse_logprob_thresholds(text)
-    values: list[float] = []
-    for part in filter(None, (item.strip() for item in text.split(","))):
-        try:
-            value = float(part)
-        except ValueError:
-            raise ConfigError(f"--logprob-threshold {part!r} is not a number") from None
-        for field in sorted(fields):
-            SpecReasonConfig(**{field: value})  # raises ConfigError naming the field
-        values.append(value)
-    if not values:
-        raise ConfigError("--logprob-threshold is empty; give a number or a comma list")
-    return list(dict.fromkeys(values))
+    fields = sorted(
+        {field for judge in judges if (field := threshold_field(judge)) not in (None, "threshold")}
+    )
+    old = getattr(args, "logprob_threshold", None)
+    out: dict[str, list[float]] = {}
+    for field in fields:
+        text = getattr(args, field, None)
+        if text is None:
+            text = old if old is not None else f"{config_default(field):g}"
+        out[field] = parse_field_thresholds(text, field)
+    return out
 
 
 def make_plan(args: argparse.Namespace) -> Plan:
@@ -299,7 +300,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
         args.oracle_tau,
         args.sd_variant,
         parse_judges(args.judge),
-        judge_thresholds(args.logprob_threshold, parse_judges(args.judge)),
+        judge_thresholds(args, parse_judges(args.judge)),
         args.first_n_base_steps,
         parse_agree_rules(args.agree_rule),
         parse_steps_ahead(args.steps_ahead),

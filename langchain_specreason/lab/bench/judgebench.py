@@ -3,7 +3,7 @@
 ::
 
     specreason bench judges --profile cpu --limit 100 --out benchmarks/judges-cpu
-    specreason bench judges --draft-url URL --base-url URL --measures likelihood,arithmetic
+    specreason bench judges --draft-url URL --base-url URL --judge likelihood,arithmetic
     specreason bench judges --report-only --out DIR     # the report again, no server
 
 Data: GSM8K *train* gold solutions (:mod:`.judgedata`): per problem, the gold step k after gold
@@ -11,10 +11,13 @@ steps 1..k-1, and the same step corrupted three ways (arithmetic, operand, opera
 ``--numbers words`` the judged step states its numbers and operators in words
 (:mod:`.spelling`) and ``meta.json`` records ``numbers: "words"``.
 
-A *measure* is one judge call per example; one call can give several scores (the ``score``
-judge's digit and its probability-weighted average; the mean and the least token
-log-probability). Cascades (``arithmetic+likelihood``) are composed in the report from their
-parts' results, exactly as :class:`~..judges.CascadeJudge` decides.
+Each judge (``--judge``; ``score-reference`` is ``score`` in the reference wording) is called
+once per example; one call can give several scores, one per reading (the ``score`` judge's
+digit and its probability-weighted average: its ``score_method``; the mean and the least
+token log-probability: its ``logprob_aggregate``). A result line names its judge under
+``judge`` (``measure`` in folders written before issue 43; both are read). Cascades
+(``arithmetic+likelihood``) are composed in the report from their parts' results, exactly as
+:class:`~..judges.CascadeJudge` decides.
 
 Prefill is measured as the graph would see it: the shared prefix (conversation and steps
 1..k-1, which in a run the previous call prefilled) is in the server's prefix cache before the
@@ -47,6 +50,7 @@ from ...judges import BaseModelScorer, LikelihoodScorer
 from ...judges.arithmetic import check_step
 from ...judges.score import average_score, greedy_score
 from ...serving.profiles import load_profile
+from ..oldflags import add_old_spelling
 from . import consistency
 from .datasets import Problem
 from .injection import injected
@@ -73,10 +77,10 @@ MEASURES: dict[str, str] = {
     "score-reference": "base",
     "consistency": "draft",
 }
-"""Each measure and the server it calls."""
+"""Each judge the benchmark calls and the server it calls."""
 
 DEFAULT_MEASURES = tuple(m for m in MEASURES if m != "consistency")
-"""What ``--measures`` runs unless told: all but ``consistency`` (a draft generation of
+"""What ``--judge`` runs unless told: all but ``consistency`` (a draft generation of
 several samples per call, not a forward pass)."""
 
 
@@ -91,10 +95,11 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--limit", type=int, default=100, help="GSM8K train problems (default 100)")
     p.add_argument("--seed", type=int, default=0, help="which step is judged, corruptions")
     p.add_argument(
-        "--measures",
+        "--judge",
         default=",".join(DEFAULT_MEASURES),
         help=f"comma list of {', '.join(MEASURES)} (default: all but consistency)",
     )
+    add_old_spelling(p, "--measures", "--judge", dest="judge")
     p.add_argument(
         "--inject",
         action="store_true",
@@ -133,8 +138,8 @@ def add_parser(subparsers: Any) -> None:
 
 
 def parse_measures(text: str) -> list[str]:
-    """Measures of a comma list; ConfigError when one is unknown or the list is empty."""
-    return parse_choices(text, MEASURES, noun="measure")
+    """Judges of a comma list; ConfigError when one is unknown or the list is empty."""
+    return parse_choices(text, MEASURES, noun="judge", flag="--judge")
 
 
 def conversation(example: JudgeExample) -> list[dict[str, Any]]:
@@ -144,7 +149,7 @@ def conversation(example: JudgeExample) -> list[dict[str, Any]]:
 
 
 class Measures:
-    """The judge calls of each measure over one draft and one base endpoint."""
+    """The calls of each judge over one draft and one base endpoint."""
 
     def __init__(
         self,
@@ -163,17 +168,17 @@ class Measures:
             base, fmt, score_method="greedy", top_logprobs=10, wording="reference"
         )
 
-    def endpoint(self, measure: str) -> OpenAIEndpoint | None:
-        """The server a measure calls (``None``: none)."""
-        return {"base": self.base, "draft": self.draft}.get(MEASURES[measure])
+    def endpoint(self, judge: str) -> OpenAIEndpoint | None:
+        """The server a judge calls (``None``: none)."""
+        return {"base": self.base, "draft": self.draft}.get(MEASURES[judge])
 
-    async def warm(self, measure: str, example: JudgeExample, *, reset: bool = True) -> None:
+    async def warm(self, judge: str, example: JudgeExample, *, reset: bool = True) -> None:
         """Put the example's shared prefix in the server's prefix cache.
 
         ``reset``: empty the cache first and prefill the whole prefix; else read what the
         cache holds and prefill the rest.
         """
-        endpoint = self.endpoint(measure)
+        endpoint = self.endpoint(judge)
         if endpoint is None:
             return
         if reset:
@@ -182,10 +187,10 @@ class Measures:
         ids = await endpoint.tokenize(messages, continue_final=cont)
         await endpoint.prompt_logprobs(ids, read_cache=not reset)
 
-    async def run(self, measure: str, example: JudgeExample) -> dict[str, Any]:
+    async def run(self, judge: str, example: JudgeExample) -> dict[str, Any]:
         """One judge call on ``example``: its scores and costs."""
         conv, steps, step = conversation(example), list(example.steps), example.step
-        if measure == "arithmetic":
+        if judge == "arithmetic":
             start = time.perf_counter()
             check = check_step(step)
             value = {"wrong": 0.0, "unsure": 0.5, "right": 1.0}[check.verdict]
@@ -196,10 +201,10 @@ class Measures:
                 "cached_tokens": 0,
                 "detail": {"verdict": check.verdict, "equations": check.checked},
             }
-        if measure == "consistency":
+        if judge == "consistency":
             return await self._consistency(conv, steps, step)
-        if measure in ("likelihood", "confidence"):
-            scorer = self.likelihood if measure == "likelihood" else self.confidence
+        if judge in ("likelihood", "confidence"):
+            scorer = self.likelihood if judge == "likelihood" else self.confidence
             s = await scorer.score(conv, steps, step)
             scores = {
                 "mean": s.detail["mean_logprob"],
@@ -208,7 +213,7 @@ class Measures:
             }
             step_tokens = s.detail["step_tokens"]
         else:
-            scorer_ = self.score if measure == "score" else self.reference
+            scorer_ = self.score if judge == "score" else self.reference
             s = await scorer_.score(conv, steps, step)
             top = [(t, lp) for t, lp in s.detail["top_logprobs"]]
             scores = {"greedy": greedy_score(s.detail["token"]), "average": average_score(top)}
@@ -280,13 +285,13 @@ def rebuild_report(out: Path, fit_on: Path | None = None) -> list[Path]:
 
 
 async def run_judges(args: argparse.Namespace) -> int:
-    """``specreason bench judges``: run the unfinished (measure, example) pairs, then report."""
+    """``specreason bench judges``: run the unfinished (judge, example) pairs, then report."""
     if getattr(args, "report_only", False):
         fit = getattr(args, "fit_on", None)
         for path in rebuild_report(Path(args.out), Path(fit) if fit else None):
             print(path)
         return 0
-    measures = parse_measures(args.measures)
+    measures = parse_measures(args.judge)
     if args.limit is None or args.limit <= 0:
         raise ConfigError(f"--limit must be a positive integer, got {args.limit}")
     source = ServerSource(args.profile, args.draft_url, args.base_url, api_key=api_key_of(args))
@@ -336,7 +341,7 @@ async def run_judges(args: argparse.Namespace) -> int:
     out = Path(args.out)
     meta = MetaFile(out, {**described, "inject": bool(getattr(args, "inject", False))})
     meta.save()
-    done = {(r["measure"], r["example"]) for r in read_records(out / RESULTS)}
+    done = {(r["judge"], r["example"]) for r in read_records(out / RESULTS)}
     todo = [(m, e) for m in measures for e in examples if (m, e.id) not in done]
     what = (
         "labelled draft steps"
@@ -345,7 +350,7 @@ async def run_judges(args: argparse.Namespace) -> int:
         + (", or its judged step could not be spelled out" if numbers == "words" else "")
     )
     print(
-        f"bench judges: {len(examples)} examples ({problems} {what}), {len(measures)} measures, "
+        f"bench judges: {len(examples)} examples ({problems} {what}), {len(measures)} judges, "
         f"{len(todo)} calls to make; results in {out}",
         file=sys.stderr,
         flush=True,
@@ -410,20 +415,20 @@ async def _run(
             dynamic_ncols=True,
         ) as bar,
     ):
-        for measure, example in todo:
-            bar.set_postfix_str(measure)
-            server = MEASURES[measure]
+        for judge, example in todo:
+            bar.set_postfix_str(judge)
+            server = MEASURES[judge]
             how = warming(warmed.get(server), example)
             if how != "cached":
-                await measures.warm(measure, example, reset=how == "reset")
+                await measures.warm(judge, example, reset=how == "reset")
             warmed[server] = example
-            got = await measures.run(measure, example)
+            got = await measures.run(judge, example)
             if got.get("step_tokens") is None and pair is not None:
                 got["step_tokens"] = await step_tokens(base, fmt, example)
             cached = got.get("cached_tokens") or 0
             results.write(
                 {
-                    "measure": measure,
+                    "judge": judge,
                     "example": example.id,
                     "problem_id": example.problem_id,
                     "kind": example.kind,

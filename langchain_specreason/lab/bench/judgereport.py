@@ -1,7 +1,8 @@
 """The judge benchmark's report: AUROC per corruption kind, decisions at a threshold, costs.
 
-A *variant* is one way of reading a measure's results (``likelihood`` read as the ``mean`` or
-the ``min`` token log-probability), or a cascade composed from two measures
+A *variant* is one way of reading a judge's results (``likelihood`` read as the ``mean`` or
+the ``min`` token log-probability: its ``logprob_aggregate``; ``score`` read ``greedy`` or
+``average``: its ``score_method``), or a cascade composed from two judges
 (``arithmetic+likelihood``: rejected when ``arithmetic`` finds a wrong result, else the
 likelihood score; it calls the base model only on the steps arithmetic lets through).
 
@@ -47,22 +48,27 @@ VARIANTS: dict[str, tuple[str, str, str | None]] = {
     "consistency (numbers)": ("consistency", "numbers", None),
     "consistency (words)": ("consistency", "words", None),
 }
-"""Report rows: (measure, score read, cheap check in front or None)."""
+"""Report rows: (judge, its reading, cheap check in front or None). The reading is the
+``score_method`` (score judges), the ``logprob_aggregate`` (likelihood, confidence), or the
+one score the judge gives (``verdict``; consistency's ``numbers``/``words``).
+
+Result lines name the judge under ``judge``; folders written before issue 43 say ``measure``,
+which :func:`~.results.read_records` reads as ``judge``."""
 
 
 DEFAULT_VARIANT = f"{SpecReasonConfig().judge} ({SpecReasonConfig().logprob_aggregate})"
 """The row of the library's default judge (drawn bold)."""
 
 
-def default_read(measure: str) -> str | None:
-    """The reading :class:`~..config.SpecReasonConfig`'s defaults give ``measure``.
+def default_reading(judge: str) -> str | None:
+    """The reading :class:`~..config.SpecReasonConfig`'s defaults give ``judge``.
 
-    ``score_method`` or ``logprob_aggregate``; ``None``: the measure has one reading.
+    ``score_method`` or ``logprob_aggregate``; ``None``: the judge has one reading.
     """
     cfg = SpecReasonConfig()
-    if measure.startswith("score"):
+    if judge.startswith("score"):
         return cfg.score_method
-    if measure in ("likelihood", "confidence"):
+    if judge in ("likelihood", "confidence"):
         return cfg.logprob_aggregate
     return None
 
@@ -70,17 +76,17 @@ def default_read(measure: str) -> str | None:
 def default_threshold(variant: str) -> float | None:
     """The threshold :class:`~..config.SpecReasonConfig`'s defaults give this variant."""
     cfg = SpecReasonConfig()
-    measure, read, _check = VARIANTS[variant]
-    if measure == "arithmetic":
+    judge, reading, _check = VARIANTS[variant]
+    if judge == "arithmetic":
         return 0.5
-    if read != default_read(measure):
+    if reading != default_reading(judge):
         return None
     thresholds = {
         "score": cfg.threshold,
         "likelihood": cfg.likelihood_threshold,
         "confidence": cfg.confidence_threshold,
     }
-    return thresholds.get(measure)  # score-reference: another wording, no default threshold
+    return thresholds.get(judge)  # score-reference: another wording, no default threshold
 
 
 def auroc(right: Sequence[float], wrong: Sequence[float]) -> float | None:
@@ -113,17 +119,17 @@ def roc_points(right: Sequence[float], wrong: Sequence[float]) -> list[tuple[flo
 
 def variant_scores(records: Sequence[dict[str, Any]], variant: str) -> dict[str, float]:
     """Example id -> score of ``variant`` (examples every part of it has results for)."""
-    measure, read, check = VARIANTS[variant]
-    by_measure: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    judge, reading, check = VARIANTS[variant]
+    by_judge: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for r in records:
-        by_measure[r["measure"]][r["example"]] = r
+        by_judge[r["judge"]][r["example"]] = r
     scores: dict[str, float] = {}
-    for example, r in by_measure.get(measure, {}).items():
-        if read not in r["scores"]:  # a result line older than this reading
+    for example, r in by_judge.get(judge, {}).items():
+        if reading not in r["scores"]:  # a result line older than this reading
             continue
-        value = float(r["scores"][read])
+        value = float(r["scores"][reading])
         if check is not None:
-            gate = by_measure.get(check, {}).get(example)
+            gate = by_judge.get(check, {}).get(example)
             if gate is None:
                 continue
             if gate["scores"]["verdict"] == 0.0:
@@ -147,7 +153,7 @@ def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     kinds = {r["example"]: r["kind"] for r in records}
     first = [r for r in records if r["kind"] == "correct"]
     rows = []
-    for variant, (measure, _read, check) in VARIANTS.items():
+    for variant, (judge, _reading, check) in VARIANTS.items():
         scores = variant_scores(records, variant)
         right = [s for e, s in scores.items() if kinds[e] == "correct"]
         wrong_by = {k: [s for e, s in scores.items() if kinds[e] == k] for k in KINDS}
@@ -173,29 +179,29 @@ def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                     k: sum(s < t for s in v) / len(v) for k, v in wrong_by.items() if v
                 },
             }
-        costs = [r for r in first if r["measure"] == measure and r["example"] in scores]
+        costs = [r for r in first if r["judge"] == judge and r["example"] in scores]
         if check is not None:  # the model judge runs only on steps the check let through
             let_through = [e for e in scores if scores[e] != REJECTED_BY_CHECK]
             row["model_calls_share"] = len(let_through) / len(scores)
-        if costs and measure not in ("arithmetic",):
+        if costs and judge not in ("arithmetic",):
             row["seconds_per_call"] = _mean([c["seconds"] for c in costs])
             row["prefilled_per_call"] = _mean([c["prefilled_tokens"] for c in costs])
             row["step_tokens_per_call"] = _mean([c.get("step_tokens") or 0 for c in costs])
-            row["within_bound"] = _mean([_within(c, measure) for c in costs])
-        elif measure == "arithmetic":
+            row["within_bound"] = _mean([_within(c, judge) for c in costs])
+        elif judge == "arithmetic":
             row["seconds_per_call"] = _mean(
-                [r["seconds"] for r in first if r["measure"] == "arithmetic"]
+                [r["seconds"] for r in first if r["judge"] == "arithmetic"]
             )
             row["prefilled_per_call"] = 0.0
         rows.append(row)
     return rows
 
 
-def _within(call: dict[str, Any], measure: str) -> float:
+def _within(call: dict[str, Any], judge: str) -> float:
     """1 when the call prefilled at most step + judge suffix + one cache block."""
     step = call.get("step_tokens") or 0
     suffix = 0
-    if measure.startswith("score"):  # the judge's own turn after the step
+    if judge.startswith("score"):  # the judge's own turn after the step
         suffix = max(0, call["prompt_tokens"] - (call.get("cached_tokens") or 0) - step)
         suffix = min(suffix, 60)  # the turn is ~51 tokens; more than that is not suffix
     return float(call["prefilled_tokens"] <= step + suffix + BLOCK)

@@ -43,7 +43,7 @@ from .judgereport import (
     VARIANTS,
     _mean,
     auroc,
-    default_read,
+    default_reading,
     default_threshold,
     roc_points,
     variant_scores,
@@ -86,12 +86,12 @@ def judge_name(variant: str) -> str:
     """
     if variant not in VARIANTS:
         return EXTRA_NAMES.get(variant, variant)
-    measure, read, check = VARIANTS[variant]
-    tags = ["reference"] if measure == "score-reference" else []
-    readings = {r for m, r, _c in VARIANTS.values() if m == measure}
-    if read != default_read(measure) and len(readings) > 1:
-        tags.append(read)  # the reading, unless it is the measure's default or its only one
-    name = (f"{check}+" if check else "") + measure.removesuffix("-reference")
+    judge, reading, check = VARIANTS[variant]
+    tags = ["reference"] if judge == "score-reference" else []
+    readings = {r for m, r, _c in VARIANTS.values() if m == judge}
+    if reading != default_reading(judge) and len(readings) > 1:
+        tags.append(reading)  # the reading, unless it is the judge's default or its only one
+    name = (f"{check}+" if check else "") + judge.removesuffix("-reference")
     return name + (f"[{','.join(tags)}]" if tags else "")
 
 
@@ -413,28 +413,28 @@ def _default_threshold(variant: str) -> float | None:
     return None
 
 
-MEASURE_NAMES = tuple(dict.fromkeys(measure for measure, _read, _check in VARIANTS.values()))
-"""The measures whose costs a report lists: every measure a reading reads."""
+JUDGE_NAMES = tuple(dict.fromkeys(judge for judge, _reading, _check in VARIANTS.values()))
+"""The judges whose costs a report lists: every judge a reading reads."""
 
 
 def _costs(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Seconds and prefilled tokens per call of each reading, as the library would call it."""
-    per_measure: dict[str, dict[str, float]] = {}
-    for measure in MEASURE_NAMES:
-        calls = [r for r in records if r["measure"] == measure]
+    per_judge: dict[str, dict[str, float]] = {}
+    for judge in JUDGE_NAMES:
+        calls = [r for r in records if r["judge"] == judge]
         if calls:
-            per_measure[measure] = {
+            per_judge[judge] = {
                 "seconds_per_call": _mean([c["seconds"] for c in calls]),
                 "prefilled_per_call": _mean([c.get("prefilled_tokens") or 0 for c in calls]),
             }
     out: dict[str, dict[str, float]] = {}
-    for variant, (measure, _read, _check) in VARIANTS.items():
-        if measure in per_measure:
-            out[variant] = per_measure[measure]
+    for variant, (judge, _reading, _check) in VARIANTS.items():
+        if judge in per_judge:
+            out[variant] = per_judge[judge]
     # in the library the draft's log-probabilities come with the step (no call): the
     # composed readings cost the likelihood call alone
-    if "likelihood" in per_measure:
-        out[DISAGREEMENT] = out[LEARNED] = per_measure["likelihood"]
+    if "likelihood" in per_judge:
+        out[DISAGREEMENT] = out[LEARNED] = per_judge["likelihood"]
     return out
 
 

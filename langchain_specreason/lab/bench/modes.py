@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...agreement import rule_specs
-from ...config import SpecReasonConfig
+from ...config import SpecReasonConfig, config_default
 from ...errors import ConfigError
 from ...judges.registry import judge_specs, parse_judge, threshold_field
 
@@ -98,7 +98,11 @@ class Run:
 
     @property
     def label(self) -> str:
-        """Short name for tables and plots (``specreason t=7``, ``base``, ``sd[ngram]``)."""
+        """Short name for tables and plots (``specreason threshold=7``, ``base``, ``sd[ngram]``).
+
+        Each knob is named by its config field (``likelihood_threshold=-0.55``,
+        ``score_method=average``); folders written before issue 43 say ``t=`` instead.
+        """
         mode = self.mode
         if self.variant not in (None, DEFAULT_SD_VARIANT):
             mode = f"{mode}[{self.variant}]"
@@ -110,10 +114,12 @@ class Run:
             mode = f"{mode} {self.agree_rule} steps_ahead={self.steps_ahead}"
         if self.threshold is None:
             return mode
-        if self.mode not in SPECREASON_MODES:
-            return f"{mode} {self.setting}={self.threshold:g}"
-        method = "" if self.score_method in (None, "greedy") else f" {self.score_method}"
-        return f"{mode} t={self.threshold:g}{method}"
+        method = (
+            ""
+            if self.mode not in SPECREASON_MODES or self.score_method in (None, "greedy")
+            else f" score_method={self.score_method}"
+        )
+        return f"{mode} {self.setting}={self.threshold:g}{method}"
 
     def key(
         self, problem_id: str
@@ -169,15 +175,18 @@ def _items(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def parse_choices(text: str, choices: Iterable[str], *, noun: str) -> list[str]:
+def parse_choices(
+    text: str, choices: Iterable[str], *, noun: str, flag: str | None = None
+) -> list[str]:
     """Names of a comma list, in the given order, duplicates removed; each one of ``choices``.
 
-    ConfigError (``--<noun>s is empty`` / ``unknown <noun> 'x'``) naming the choices.
+    ConfigError (``<flag> is empty``, the flag ``--<noun>s`` unless told / ``unknown <noun>
+    'x'``) naming the choices.
     """
     known = list(choices)
     names = list(dict.fromkeys(_items(text)))
     if not names:
-        raise ConfigError(f"--{noun}s is empty; {noun}s: {', '.join(known)}")
+        raise ConfigError(f"{flag or f'--{noun}s'} is empty; {noun}s: {', '.join(known)}")
     for name in names:
         if name not in known:
             raise ConfigError(f"unknown {noun} {name!r}; {noun}s: {', '.join(known)}")
@@ -282,13 +291,14 @@ def parse_steps_ahead(text: str) -> list[int]:
     return list(dict.fromkeys(values))
 
 
-def parse_logprob_thresholds(text: str) -> list[float]:
-    """Log-probability thresholds of a comma list (each <= 0)."""
+def parse_field_thresholds(text: str, field: str = "likelihood_threshold") -> list[float]:
+    """Thresholds of a comma list, each checked as the config field ``field`` checks it."""
+    flag = "--" + field.replace("_", "-")
     return _parse_numbers(
         text,
-        name="log-probability threshold",
-        field="likelihood_threshold",
-        empty="--logprob-threshold is empty; give a number <= 0 or a list",
+        name=flag,
+        field=field,
+        empty=f"{flag} is empty; give a number or a comma list",
     )
 
 
@@ -300,7 +310,7 @@ def expand_runs(
     oracle_tau: float = 0.0,
     sd_variant: str = DEFAULT_SD_VARIANT,
     judges: Iterable[str] = ("score",),
-    logprob_thresholds: Iterable[float] = (-0.5,),
+    field_thresholds: Mapping[str, Iterable[float]] | None = None,
     first_n_base_steps: int = 0,
     agree_rules: Iterable[str] = ("result",),
     steps_ahead: Iterable[int] = (3,),
@@ -308,14 +318,15 @@ def expand_runs(
     """The runs of a plan, in the given mode order.
 
     One per baseline mode; for SpecReason modes one per judge and, for the ``score`` judge,
-    per threshold and score method, for ``likelihood``/``confidence`` per log-probability
-    threshold (``arithmetic`` alone has none); one per ``tau`` for ``arbitrage``; one for
+    per threshold and score method, for the others per value of their threshold's field in
+    ``field_thresholds`` (``likelihood_threshold`` ...; the config's default when it has none;
+    ``arithmetic`` alone has none); one per ``tau`` for ``arbitrage``; one for
     ``oracle``; one per agreement rule and ``steps_ahead`` for the ``agree`` modes. The ``sd``
     modes run on ``sd_variant``.
     """
     agree_rules, steps_ahead = list(agree_rules), list(steps_ahead)
     thresholds, score_methods, taus = list(thresholds), list(score_methods), list(taus)
-    logprob_thresholds = list(logprob_thresholds)
+    by_field = {k: list(v) for k, v in (field_thresholds or {}).items()}
     runs: list[Run] = []
     for mode in modes:
         variant = sd_variant if mode in SD_MODES else None
@@ -332,9 +343,10 @@ def expand_runs(
                 elif last == "arithmetic":
                     runs.append(Run(mode, None, None, variant, judge, first_n_base_steps))
                 else:
+                    field = threshold_field(judge) or "likelihood_threshold"
                     runs += [
                         Run(mode, t, None, variant, judge, first_n_base_steps)
-                        for t in logprob_thresholds
+                        for t in by_field.get(field) or [config_default(field)]
                     ]
         elif mode == "arbitrage":
             runs += [Run(mode, tau) for tau in taus]

@@ -47,8 +47,14 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-RENAMED = {"steps_kept": "steps_accepted", "regenerate_s": "rewrite_s", "regen_s": "rewrite_s"}
-"""Keys of result files written before the terms were unified (old name -> name now)."""
+RENAMED = {
+    "steps_kept": "steps_accepted",
+    "regenerate_s": "rewrite_s",
+    "regen_s": "rewrite_s",
+    "measure": "judge",
+}
+"""Keys of result files written before the terms were unified (old name -> name now);
+``measure``: the judge of a ``bench judges`` line, named by its config field since issue 43."""
 
 
 def upgrade_record(record: Any) -> Any:

@@ -42,6 +42,7 @@ from ...config import SpecReasonConfig, config_default, judge_settings
 from ...endpoint import endpoint_pair
 from ...errors import ConfigError
 from ...serving.profiles import load_profile
+from ..oldflags import add_old_spelling
 from .datasets import Problem, load_problems
 from .modes import DEFAULT_SD_VARIANT, Run, parse_agree_rules, parse_steps_ahead
 from .replay import ReplayEndpoint
@@ -101,6 +102,32 @@ class Started:
         self._stack, self._pair = None, None
 
 
+TUNE_THRESHOLDS = {
+    "threshold": f"{config_default('threshold'):g}",
+    "likelihood_threshold": "-0.65,-0.55,-0.45",
+    "confidence_threshold": f"{config_default('confidence_threshold'):g}",
+    "learned_threshold": f"{config_default('learned_threshold'):g}",
+}
+"""The threshold values searched by default, per config field (a judge searches its own)."""
+
+
+def grid_thresholds(args: argparse.Namespace) -> dict[str, tuple[float, ...]]:
+    """The values searched per threshold field (each judge at its own field's).
+
+    Each field's flag gives them; the deprecated ``--thresholds`` (one list for every judge,
+    on the judge's own scale) replaces the lists of the fields whose flags were left at their
+    defaults.
+    """
+    old = getattr(args, "thresholds", None)
+    out = {}
+    for field, default in TUNE_THRESHOLDS.items():
+        text = getattr(args, field, default)
+        if old is not None and text == default:
+            text = old
+        out[field] = _floats(text)
+    return out
+
+
 def add_parser(subparsers: Any) -> None:
     """Add ``tune`` to the ``specreason`` subcommands."""
     p = subparsers.add_parser(
@@ -120,14 +147,24 @@ def add_parser(subparsers: Any) -> None:
         help="where the held-out range starts in the shuffle (disjoint from dev)",
     )
     p.add_argument(
-        "--judges",
+        "--judge",
         default="arithmetic+likelihood,likelihood",
         help="comma list of judges to search",
     )
-    p.add_argument(
+    add_old_spelling(p, "--judges", "--judge", dest="judge")
+    for field, default in TUNE_THRESHOLDS.items():
+        p.add_argument(
+            "--" + field.replace("_", "-"),
+            default=default,
+            help=f"comma list of {field} values searched for the judges that read it "
+            f"(default {default})",
+        )
+    add_old_spelling(
+        p,
         "--thresholds",
-        default="-0.65,-0.55,-0.45",
-        help="comma list, on the last judge's scale (same for every judge)",
+        "--likelihood-threshold (or the threshold flag of the judge searched)",
+        dest="thresholds",
+        default=None,
     )
     p.add_argument("--first-n-base-steps", default="0,2", help="comma list")
     p.add_argument(
@@ -186,8 +223,8 @@ async def run_tune(args: argparse.Namespace) -> int:
         not source.explicit and DEFAULT_SD_VARIANT in load_profile(args.profile).variants
     )
     grid = Grid(
-        tuple(j.strip() for j in args.judges.split(",") if j.strip()),
-        _floats(args.thresholds),
+        tuple(j.strip() for j in args.judge.split(",") if j.strip()),
+        grid_thresholds(args),
         tuple(int(x) for x in _floats(args.first_n_base_steps)),
         (False, True) if has_sd and not args.no_sd_settings else (False,),
         tuple(parse_agree_rules(args.agree_rule)) if args.agree_rule.strip() else (),

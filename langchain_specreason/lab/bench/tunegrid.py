@@ -10,11 +10,11 @@ from __future__ import annotations
 import itertools
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...judges.registry import parse_judge
+from ...judges.registry import parse_judge, threshold_field
 from .datasets import Problem
 from .modes import DEFAULT_SD_VARIANT, SD_MODES, Run
 
@@ -112,7 +112,9 @@ class Grid:
     """The settings searched."""
 
     judges: tuple[str, ...]
-    thresholds: tuple[float, ...]
+    thresholds: Mapping[str, tuple[float, ...]]
+    """The values searched per threshold field (``likelihood_threshold`` ...): each judge
+    is searched at the values of its own field."""
     first_steps: tuple[int, ...]
     with_sd: tuple[bool, ...]
     agree_rules: tuple[str, ...] = ()
@@ -130,11 +132,11 @@ class Grid:
             )
             for rule, n, sd in itertools.product(self.agree_rules, self.steps_ahead, self.with_sd)
         ]
-        for judge, t, n, sd in itertools.product(
-            self.judges, self.thresholds, self.first_steps, self.with_sd
-        ):
+        for judge in self.judges:
             parse_judge(judge)
-            out.append(
+            field = threshold_field(judge)
+            values: tuple[float | None, ...] = self.thresholds.get(field, ()) if field else (None,)
+            out += [
                 Run(
                     "specreason+sd" if sd else "specreason",
                     t,
@@ -143,7 +145,8 @@ class Grid:
                     judge,
                     n,
                 )
-            )
+                for t, n, sd in itertools.product(values, self.first_steps, self.with_sd)
+            ]
         return out
 
 
