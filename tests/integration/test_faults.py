@@ -8,6 +8,7 @@ killed draft server is one started for that test alone, the killed client is a c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import select
 import signal
@@ -155,6 +156,7 @@ async def test_a_killed_draft_server_hands_the_rest_of_the_run_to_the_base_model
         roles=("draft",),
         name="faults-draft",
     )
+    killed = False
     try:
         llm = model(own.urls["draft"], base_url, max_retries=0, connect_timeout=2)
         chunks = []
@@ -163,6 +165,7 @@ async def test_a_killed_draft_server_hands_the_rest_of_the_run_to_the_base_model
             if len(chunks) == 1:  # the first step is in: the draft server dies
                 for proc in psutil.Process(own.proc.pid).children(recursive=True):
                     proc.kill()
+                killed = True
         total = chunks[0]
         for chunk in chunks[1:]:
             total += chunk
@@ -173,6 +176,10 @@ async def test_a_killed_draft_server_hands_the_rest_of_the_run_to_the_base_model
         assert total.content.strip()
     finally:
         pids = own.server_pids()
+        if killed:  # --max-restarts 0: serve gives up and exits on its own; Ctrl-C while it
+            # is exiting would make its exit code SIGINT's instead of the one asserted below
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                own.proc.wait(timeout=90)
         if own.proc.poll() is None:
             own.interrupt()
         own.proc.wait(timeout=60)
@@ -278,8 +285,10 @@ async def test_a_killed_client_resumes_from_its_on_disk_checkpoint_without_redoi
 
 
 SYNC_CLIENT = textwrap.dedent("""
-    import json, sys
+    import faulthandler, json, signal, sys
     from langchain_specreason import ChatSpecReason
+
+    faulthandler.register(signal.SIGQUIT, all_threads=True)  # the test's view of a stuck call
 
     llm = ChatSpecReason(**json.loads(sys.argv[1]))
     print("calling", flush=True)
@@ -298,7 +307,9 @@ SYNC_CLIENT = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("call", ["invoke", "stream", "batch"])
-async def test_ctrl_c_on_a_sync_call_leaves_no_request_running_on_the_servers(pair, call):
+async def test_ctrl_c_on_a_sync_call_leaves_no_request_running_on_the_servers(
+    pair, call, tmp_path: Path
+):
     # the interrupt reaches the caller once the run has unwound, so the program exits at once
     # (not under a loop still cancelling) and a stream raises KeyboardInterrupt, not an error
     # from closing a generator that is still running
@@ -316,19 +327,22 @@ async def test_ctrl_c_on_a_sync_call_leaves_no_request_running_on_the_servers(pa
         "delimiter": "@@@@",
         "extra_body": {"ignore_eos": True},
     }
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            SYNC_CLIENT,
-            json.dumps(settings),
-            QUESTION + " Explain every step at length.",
-            call,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    # stderr goes to a file, not a pipe: a pipe nobody reads can fill and stop the child
+    err_path = tmp_path / "client.err"
+    with err_path.open("w") as err_file:
+        child = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                SYNC_CLIENT,
+                json.dumps(settings),
+                QUESTION + " Explain every step at length.",
+                call,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=err_file,
+            text=True,
+        )
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "calling"  # imported, Ctrl-C handled
@@ -336,12 +350,24 @@ async def test_ctrl_c_on_a_sync_call_leaves_no_request_running_on_the_servers(pa
         while time.monotonic() < deadline:  # wait until a server is generating for it
             if await in_flight(draft_url) + await in_flight(base_url) > 0:
                 break
+            if child.poll() is not None:  # it ended before any server saw it: say how
+                out, _ = child.communicate()
+                raise AssertionError(
+                    f"the sync call ended first ({child.returncode}): {out}{err_path.read_text()}"
+                )
             await asyncio.sleep(0.2)
         else:
-            raise AssertionError("the sync call never reached a server")
+            child.send_signal(signal.SIGQUIT)  # its faulthandler prints where each thread waits
+            await asyncio.sleep(2)
+            child.kill()
+            out, _ = child.communicate(timeout=30)
+            raise AssertionError(
+                f"the sync call never reached a server: {out}{err_path.read_text()[-4000:]}"
+            )
         await asyncio.sleep(1.0)  # mid-step
         child.send_signal(signal.SIGINT)  # Ctrl-C
-        out, err = child.communicate(timeout=60)
+        out, _ = child.communicate(timeout=60)
+        err = err_path.read_text()
         assert child.returncode == 130 and "interrupted" in out, err
         assert "Traceback" not in err and "Error in" not in err, err  # nothing ran on at exit
     finally:

@@ -1,36 +1,61 @@
-"""The `think` family against a vLLM server with a reasoning parser on.
+"""The `think` family against a vLLM server with vLLM's own ``deepseek_r1`` reasoning parser.
 
 R1 distills, QwQ and Qwen3 are served with ``--reasoning-parser``, which moves the text it takes
-for thinking out of ``content`` into ``reasoning``. One real vLLM server (the 135M, both roles)
-runs ``r1_strings.py``: deepseek_r1's split on strings, since no model of the catalog has
-``<think>`` as a token. It starts after the session's pair stopped (memory).
+for thinking out of ``content`` into ``reasoning``. The parser needs ``<think>`` and ``</think>``
+to be single tokens, and no model of the catalog has them: the server (the 135M, both roles)
+runs with a copy of its tokenizer in which two special tokens of code metadata (``<filename>``,
+``<issue_closed>``) are renamed ``<think>`` and ``</think>`` (same ids, same weights; not
+``<jupyter_start>``/``<jupyter_text>``, which the model writes one after the other, so it would
+close every thinking at once). It starts after the session's pair stopped (memory).
 """
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import httpx
 import pytest
 
 from langchain_specreason import ChatSpecReason
+from langchain_specreason.serving.fetch import model_dir
 from tests.conftest import LOG_DIR, start_serve
 
 pytestmark = pytest.mark.integration
 
-PLUGIN = Path(__file__).with_name("r1_strings.py")
 PORT = 8137
 KV = f"--draft-arg=--kv-cache-memory-bytes={256 * 2**20}"
 QUESTION = "What is 12*7? Think it through."
+RENAMED = {"<filename>": "<think>", "<issue_closed>": "</think>"}
+
+
+def thinking_tokenizer(folder: Path) -> Path:
+    """A copy of the 135M's tokenizer with ``<think>`` and ``</think>`` as single tokens."""
+    source = model_dir("smollm2-135m")
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        if (source / name).exists():
+            shutil.copy(source / name, folder / name)
+    spec = json.loads((folder / "tokenizer.json").read_text())
+    for token in spec["added_tokens"]:
+        if token["content"] in RENAMED:
+            token["content"] = RENAMED[token["content"]]
+            token["special"] = False  # as in R1's tokenizer: kept in the text, not skipped
+    vocab = spec["model"]["vocab"]
+    for old, new in RENAMED.items():
+        vocab[new] = vocab.pop(old)
+    (folder / "tokenizer.json").write_text(json.dumps(spec))
+    return folder
 
 
 @pytest.fixture(scope="module")
-def parsing_server():
+def parsing_server(tmp_path_factory):
+    tokenizer = thinking_tokenizer(tmp_path_factory.mktemp("think-tokenizer"))
     serve = start_serve(
         *("cpu-test", "--only", "draft", "--draft-port", str(PORT)),
         *("--draft-env", "VLLM_CPU_KVCACHE_SPACE=", KV),
-        f"--draft-arg=--reasoning-parser-plugin={PLUGIN}",
-        "--draft-arg=--reasoning-parser=r1-strings",
+        f"--draft-arg=--tokenizer={tokenizer}",
+        "--draft-arg=--reasoning-parser=deepseek_r1",
         roles=("draft",),
         log_dir=LOG_DIR / "reasoning-parser",
         name="serve-reasoning-parser",
@@ -40,6 +65,17 @@ def parsing_server():
     finally:
         if serve.proc.poll() is None:
             serve.interrupt()
+
+
+@pytest.mark.after_shutdown  # the models are fetched by then
+def test_the_renamed_tokens_are_single_tokens_of_the_copy(tmp_path):
+    from tokenizers import Tokenizer
+
+    original = Tokenizer.from_file(str(model_dir("smollm2-135m") / "tokenizer.json"))
+    copy = Tokenizer.from_file(str(thinking_tokenizer(tmp_path) / "tokenizer.json"))
+    for old, new in RENAMED.items():
+        assert copy.encode(new, add_special_tokens=False).ids == [original.token_to_id(old)]
+    assert len(original.encode("<think>", add_special_tokens=False).ids) > 1  # why the copy
 
 
 @pytest.mark.after_shutdown
