@@ -194,11 +194,7 @@ class ChatSpecReason(CancellingBatches, TokenCounting):
             price: float
 
 
-        llm.with_structured_output(Product).invoke("A pen costs 3 dollars.")
-        ```
-
-        ```python
-        Product(name="pen", price=3.0)
+        llm.with_structured_output(Product).invoke("A pen costs 3 dollars.")  # a Product
         ```
 
         `json_schema` (default) and `json_mode` send `response_format` with the answer call;
