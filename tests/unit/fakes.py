@@ -166,3 +166,50 @@ class WindowedScriptedEndpoint(ScriptedEndpoint):
         tools: list[dict[str, Any]] | None = None,
     ) -> int:
         return self.per_word * sum(len(str(m.get("content") or "").split()) for m in messages)
+
+
+class FakeProc:
+    """A ``subprocess.Popen`` stand-in for launcher tests: a pid, ``poll`` reads ``code`` (None
+    while it runs; set it to make the process die), ``wait`` returns at once."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.code: int | None = None
+
+    def poll(self):
+        return self.code
+
+    def wait(self, timeout=None):
+        return 0
+
+
+def chat_completion_body(content: str, **choice: Any) -> dict[str, Any]:
+    """An OpenAI ``chat.completion`` JSON body with one choice: an assistant message holding
+    ``content``, ``finish_reason`` "stop" unless ``choice`` says otherwise (more choice keys, e.g.
+    ``stop_reason``, are added as given)."""
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                **choice,
+                "message": {"role": "assistant", "content": content},
+            }
+        ],
+    }
+
+
+def chat_completion_chunk(content: str, finish_reason: str | None = None) -> dict[str, Any]:
+    """One ``chat.completion.chunk`` of an OpenAI stream: a content delta, no finish reason
+    unless given."""
+    return {
+        "id": "x",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": finish_reason}],
+    }

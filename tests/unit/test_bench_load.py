@@ -368,22 +368,23 @@ async def test_a_run_writes_one_line_per_request_and_the_report(tmp_path):
 async def test_resume_skips_done_counts_and_reruns_a_partial_one_whole(tmp_path, capsys):
     opened: list[int] = []
     open_servers, make_model = fake_world(opened)
-    plan = test_plan(tmp_path, replicas=(1,))
-    await load.execute(
-        plan, PROBLEMS, open_servers=open_servers, make_model=make_model, progress=False
-    )
+
+    async def run(*replicas: int) -> None:
+        await load.execute(
+            test_plan(tmp_path, replicas=replicas),
+            PROBLEMS,
+            open_servers=open_servers,
+            make_model=make_model,
+            progress=False,
+        )
+
+    await run(1)
     # an interrupted 2-replica batch left two lines, one a failure
     with (tmp_path / "results.jsonl").open("a") as fh:
         for r in (rec(2, 0, latency=1.0, ok=False), rec(2, 1, latency=1.0)):
             fh.write(json.dumps({**r, "stale": True}) + "\n")
     opened.clear()
-    await load.execute(
-        test_plan(tmp_path, replicas=(1, 2)),
-        PROBLEMS,
-        open_servers=open_servers,
-        make_model=make_model,
-        progress=False,
-    )
+    await run(1, 2)
     assert opened == [2]  # 1 replica was complete: its servers are not started again
     err = capsys.readouterr().err
     assert "1 replica(s): all 4 requests already in" in err and "skipped" in err
@@ -395,13 +396,7 @@ async def test_resume_skips_done_counts_and_reruns_a_partial_one_whole(tmp_path,
     ]
     assert all(r["ok"] for r in records)
     opened.clear()
-    await load.execute(
-        test_plan(tmp_path, replicas=(1, 2)),
-        PROBLEMS,
-        open_servers=open_servers,
-        make_model=make_model,
-        progress=False,
-    )
+    await run(1, 2)
     assert opened == []  # all done: nothing started, the report is rewritten
     assert len(json.loads((tmp_path / "summary.json").read_text())["rows"]) == 2
 

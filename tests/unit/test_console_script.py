@@ -44,45 +44,24 @@ def test_models_list_names_the_catalog():
         assert name in done.stdout
 
 
+# servers nobody listens on: the flags must be refused before any request
+UNREACHABLE_URLS = ("--draft-url", "http://127.0.0.1:9/v1", "--base-url", "http://127.0.0.1:9/v1")
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (("bench", "judges", "--judge", "vibes"), "unknown judge 'vibes'"),
         (
-            (
-                "bench",
-                "--judge",
-                "vibes",
-                "--draft-url",
-                "http://127.0.0.1:9/v1",
-                "--base-url",
-                "http://127.0.0.1:9/v1",
-            ),
+            ("bench", "--judge", "vibes", *UNREACHABLE_URLS),
             "unknown judge 'vibes'",
         ),
         (
-            (
-                "bench",
-                "--judge",
-                "likelihood",
-                "--likelihood-threshold=0.5",
-                "--draft-url",
-                "http://127.0.0.1:9/v1",
-                "--base-url",
-                "http://127.0.0.1:9/v1",
-            ),
+            ("bench", "--judge", "likelihood", "--likelihood-threshold=0.5", *UNREACHABLE_URLS),
             "likelihood_threshold: Input should be less than or equal to 0",
         ),
         (
-            (
-                "demo",
-                "--judge",
-                "vibes",
-                "--draft-url",
-                "http://127.0.0.1:9/v1",
-                "--base-url",
-                "http://127.0.0.1:9/v1",
-            ),
+            ("demo", "--judge", "vibes", *UNREACHABLE_URLS),
             "unknown judge 'vibes'",
         ),
     ],

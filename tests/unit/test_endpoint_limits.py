@@ -10,19 +10,15 @@ import pytest
 
 from langchain_specreason import ChatRequest, ConfigError, EndpointError, OpenAIEndpoint
 
+from .fakes import chat_completion_body, chat_completion_chunk
+
 URL = "http://testserver/v1"
 REQUEST = ChatRequest([{"role": "user", "content": "hi"}], 4)
 
 
 def _reply(text: str) -> dict:
     return {
-        "id": "x",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "m",
-        "choices": [
-            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
-        ],
+        **chat_completion_body(text),
         "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
     }
 
@@ -31,13 +27,7 @@ class _BrokenStream(httpx2.AsyncByteStream):
     """One SSE chunk, then the connection drops."""
 
     async def __aiter__(self):
-        chunk = {
-            "id": "x",
-            "object": "chat.completion.chunk",
-            "created": 0,
-            "model": "m",
-            "choices": [{"index": 0, "delta": {"content": "4"}, "finish_reason": None}],
-        }
+        chunk = chat_completion_chunk("4")
         yield f"data: {json.dumps(chunk)}\n\n".encode()
         raise httpx2.RemoteProtocolError(
             "peer closed connection without sending complete message body"

@@ -53,6 +53,22 @@ def drafts(end_at: int) -> Callable[[ChatRequest], Completion]:
     return handler
 
 
+def score_graph(draft, base, *, lookahead: bool):
+    """The graph these tests run: the score judge at threshold 7, temperature 0."""
+    return create_specreason_graph(
+        draft,
+        base,
+        config=SpecReasonConfig(judge="score", threshold=7, lookahead=lookahead, temperature=0),
+    )
+
+
+async def timed_run(graph) -> tuple[dict, SpecReasonStats]:
+    """One run of ``graph`` on QUESTION: its final state and its stats over the wall time."""
+    started = time.perf_counter()
+    out = await graph.ainvoke(QUESTION)
+    return out, SpecReasonStats.from_state(out, time.perf_counter() - started)
+
+
 async def run(
     lookahead: bool,
     scores: dict[int, str],
@@ -72,14 +88,8 @@ async def run(
 
     draft = TimedEndpoint("draft", drafts(end_at), lambda r: draft_s)
     base = TimedEndpoint("base", base_handler, lambda r: judge_s if is_judge(r) else 0.0)
-    graph = create_specreason_graph(
-        draft,
-        base,
-        config=SpecReasonConfig(judge="score", threshold=7, lookahead=lookahead, temperature=0),
-    )
-    started = time.perf_counter()
-    out = await graph.ainvoke(QUESTION)
-    return out, SpecReasonStats.from_state(out, time.perf_counter() - started), draft, base
+    out, stats = await timed_run(score_graph(draft, base, lookahead=lookahead))
+    return out, stats, draft, base
 
 
 async def test_the_trace_is_the_same_with_and_without_lookahead():
@@ -170,14 +180,7 @@ def _gated_pair(
 
 async def test_the_next_draft_runs_while_the_judge_reads_and_its_time_is_hidden():
     draft, base = _gated_pair({}, end_at=2)
-    graph = create_specreason_graph(
-        draft,
-        base,
-        config=SpecReasonConfig(judge="score", threshold=7, lookahead=True, temperature=0),
-    )
-    started = time.perf_counter()
-    out = await graph.ainvoke(QUESTION)
-    stats = SpecReasonStats.from_state(out, time.perf_counter() - started)
+    out, stats = await timed_run(score_graph(draft, base, lookahead=True))
     # each judge waited for the next draft to start: without lookahead this run would hang
     assert [s["decision"] for s in out["steps"]] == ["accepted", "accepted", "accepted"]
     assert len(draft.requests) == 3  # the last kept step ends the trace: nothing drafted ahead
@@ -195,11 +198,7 @@ async def test_a_rejected_step_cancels_the_draft_written_ahead():
             await never.wait()
 
     draft, base = _gated_pair({1: "0"}, end_at=2, draft_gate=ahead_of_step_2_hangs)
-    graph = create_specreason_graph(
-        draft,
-        base,
-        config=SpecReasonConfig(judge="score", threshold=7, lookahead=True, temperature=0),
-    )
+    graph = score_graph(draft, base, lookahead=True)
     out = await asyncio.wait_for(graph.ainvoke(QUESTION), timeout=10)
     assert [s["decision"] for s in out["steps"]] == ["accepted", "rewritten", "accepted"]
     assert draft.cancelled == [2]  # the judge rejected step 1: the draft ahead was cancelled

@@ -12,7 +12,15 @@ from langchain_specreason.endpoint import ChatRequest, OpenAIEndpoint
 from langchain_specreason.errors import EndpointError
 from langchain_specreason.graph import create_specreason_graph
 
-from .fakes import ScriptedEndpoint, is_judge, partial_of, score, step
+from .fakes import (
+    ScriptedEndpoint,
+    chat_completion_body,
+    chat_completion_chunk,
+    is_judge,
+    partial_of,
+    score,
+    step,
+)
 
 MODELS = {"object": "list", "data": [{"id": "m", "object": "model", "max_model_len": 4096}]}
 REQUEST = ChatRequest([{"role": "user", "content": "hi"}], 5)
@@ -99,13 +107,7 @@ async def test_a_malformed_draft_reply_falls_back_to_the_base_model_with_a_warni
 
 
 async def test_a_stream_that_ends_without_a_finish_reason_is_an_error_not_a_stop():
-    chunk = {
-        "id": "x",
-        "object": "chat.completion.chunk",
-        "created": 0,
-        "model": "m",
-        "choices": [{"index": 0, "delta": {"content": "The answer is 4"}, "finish_reason": None}],
-    }
+    chunk = chat_completion_chunk("The answer is 4")
     body = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
     reply = httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
     got = []
@@ -164,22 +166,7 @@ async def test_the_concurrency_slot_is_released_while_a_call_waits_to_retry():
         order.append(who)
         if who == "busy" and order.count("busy") == 1:
             return httpx2.Response(429, headers={"retry-after": "1"}, json={"message": "busy"})
-        return httpx2.Response(
-            200,
-            json={
-                "id": "x",
-                "object": "chat.completion",
-                "created": 0,
-                "model": "m",
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": who},
-                        "finish_reason": "stop",
-                    }
-                ],
-            },
-        )
+        return httpx2.Response(200, json=chat_completion_body(who))
 
     one = OpenAIEndpoint(
         "http://t/v1",

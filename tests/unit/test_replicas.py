@@ -35,6 +35,8 @@ from langchain_specreason.serving.replicas import (
 )
 from langchain_specreason.serving.router_main import VALIDATION_FLAG, split_validation_urls
 
+from .fakes import FakeProc
+
 KEY = "sk-replica-key-0123456789"
 
 
@@ -237,25 +239,13 @@ def test_env_overrides_need_key_equals_value():
 # --- the launcher ---------------------------------------------------------------------------
 
 
-class _Proc:
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.code: int | None = None
-
-    def poll(self):
-        return self.code
-
-    def wait(self, timeout=None):
-        return 0
-
-
 @pytest.fixture
 def spawned(monkeypatch):
     """Popen recorded instead of run; health waits, port checks and kills made no-ops."""
-    started: list[tuple[list[str], dict[str, str], _Proc]] = []
+    started: list[tuple[list[str], dict[str, str], FakeProc]] = []
 
     def popen(cmd, *, env, stdout, **kwargs):
-        proc = _Proc(1_000_000 + len(started))
+        proc = FakeProc(1_000_000 + len(started))
         started.append((list(cmd), dict(env), proc))
         return proc
 
@@ -445,10 +435,10 @@ def test_the_routers_are_printed_as_the_roles_on_stdout_the_replicas_on_stderr(
         def get(self, url):
             return _Healthy()
 
-    procs: list[_Proc] = []
+    procs: list[FakeProc] = []
 
     def popen(cmd, **kwargs):
-        procs.append(_Proc(2_000_000 + len(procs)))
+        procs.append(FakeProc(2_000_000 + len(procs)))
         return procs[-1]
 
     monkeypatch.setitem(sys.modules, "vllm", types.ModuleType("vllm"))

@@ -12,6 +12,7 @@ import pytest
 
 from langchain_specreason import ChatRequest, ChatSpecReason, ConfigError, OpenAIEndpoint
 
+from .fakes import chat_completion_body
 from .test_chat_model import fake_model
 
 
@@ -62,21 +63,8 @@ class FakeVLLM:
             )
         return httpx2.Response(
             200,
-            json={  # a step, ended by the delimiter
-                "id": "x",
-                "object": "chat.completion",
-                "created": 0,
-                "model": "m",
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": "stop",
-                        "stop_reason": "\n\n",
-                        "message": {"role": "assistant", "content": "A step."},
-                    }
-                ],
-                "usage": usage,
-            },
+            # a step, ended by the delimiter
+            json={**chat_completion_body("A step.", stop_reason="\n\n"), "usage": usage},
         )
 
     def chat_bodies(self) -> list[dict]:

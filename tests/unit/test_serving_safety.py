@@ -200,15 +200,8 @@ def test_an_empty_env_override_unsets_the_variable_even_a_default(monkeypatch):
 
 
 def test_redact_args_hides_secret_flag_values():
-    args = [
-        "vllm",
-        "serve",
-        "m",
-        "--api-key",
-        KEY,
-        f"--api-key={KEY}",
-        "--hf-token",
-        HF,
+    # flags with values that are no secret: passed through as they are
+    not_secret = [
         "--port",
         "8000",
         "--max-num-batched-tokens",
@@ -218,6 +211,17 @@ def test_redact_args_hides_secret_flag_values():
         "--enable-prompt-tokens-details",
         "--max-num-seqs",
         "8",
+    ]
+    args = [
+        "vllm",
+        "serve",
+        "m",
+        "--api-key",
+        KEY,
+        f"--api-key={KEY}",
+        "--hf-token",
+        HF,
+        *not_secret,
         "--api-key",
         "k1",
         "k2",
@@ -236,15 +240,7 @@ def test_redact_args_hides_secret_flag_values():
         "--api-key=***",
         "--hf-token",
         "***",
-        "--port",
-        "8000",
-        "--max-num-batched-tokens",
-        "4096",
-        "--tokenizer",
-        "tok",
-        "--enable-prompt-tokens-details",
-        "--max-num-seqs",
-        "8",
+        *not_secret,
         "--api-key",
         "***",
         "***",

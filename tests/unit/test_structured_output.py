@@ -15,6 +15,7 @@ from typing_extensions import TypedDict
 from langchain_specreason import ChatRequest, ChatSpecReason, ConfigError, OpenAIEndpoint
 from langchain_specreason.endpoint import Completion
 
+from .fakes import chat_completion_body
 from .test_chat_model import fake_model
 
 
@@ -174,22 +175,7 @@ async def test_the_endpoint_sends_response_format_in_the_request_body():
 
     def handler(request: httpx2.Request) -> httpx2.Response:
         bodies.append(json.loads(request.content))
-        return httpx2.Response(
-            200,
-            json={
-                "id": "x",
-                "object": "chat.completion",
-                "created": 0,
-                "model": "m",
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": "{}"},
-                    }
-                ],
-            },
-        )
+        return httpx2.Response(200, json=chat_completion_body("{}"))
 
     endpoint = OpenAIEndpoint(
         "http://testserver/v1", model="m", transport=httpx2.MockTransport(handler)

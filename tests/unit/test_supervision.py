@@ -13,27 +13,17 @@ from langchain_specreason.serving import launcher as launcher_module
 from langchain_specreason.serving.launcher import Launcher
 from langchain_specreason.serving.profiles import load_profile
 
-
-class _Proc:
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.code: int | None = None
-
-    def poll(self):
-        return self.code
-
-    def wait(self, timeout=None):
-        return 0
+from .fakes import FakeProc
 
 
 @pytest.fixture
 def world(monkeypatch):
-    procs: list[_Proc] = []
+    procs: list[FakeProc] = []
     killed: list[int] = []
     health: list[object] = []  # per health wait: None (healthy) or an exception to raise
 
     def popen(cmd, **kwargs):
-        procs.append(_Proc(3_000_000 + len(procs)))
+        procs.append(FakeProc(3_000_000 + len(procs)))
         return procs[-1]
 
     def wait_healthy(self, runs=None):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import httpx2
 import pytest
@@ -100,8 +101,10 @@ async def test_the_endpoint_streams_tool_call_pieces_as_they_come():
     ]
 
 
-async def test_streamed_tool_call_chunks_reach_the_caller_before_the_last_chunk():
-    model = ChatSpecReason(
+def tool_calling_model(**options: Any) -> ChatSpecReason:
+    """A draft that ends its message with one step; a base (:class:`ToolCallingVLLM`) that
+    streams a get_weather call; the arithmetic judge; more ``ChatSpecReason`` options as given."""
+    return ChatSpecReason(
         draft_endpoint=ScriptedEndpoint("draft", lambda r: step("Look it up.", 3, end=True)),
         base_endpoint=OpenAIEndpoint(
             "http://base/v1",
@@ -110,7 +113,12 @@ async def test_streamed_tool_call_chunks_reach_the_caller_before_the_last_chunk(
             transport=httpx2.MockTransport(ToolCallingVLLM()),
         ),
         judge="arithmetic",
+        **options,
     )
+
+
+async def test_streamed_tool_call_chunks_reach_the_caller_before_the_last_chunk():
+    model = tool_calling_model()
     chunks = [c async for c in model.bind_tools([get_weather]).astream("Weather in Paris?")]
     with_calls = [i for i, c in enumerate(chunks) if c.tool_call_chunks]
     assert [chunks[i].tool_call_chunks[0]["args"] for i in with_calls] == [
@@ -288,17 +296,7 @@ async def test_a_written_call_the_conversation_already_made_is_not_made_again():
 
 
 async def test_with_output_version_v1_streamed_calls_are_tool_call_blocks():
-    model = ChatSpecReason(
-        draft_endpoint=ScriptedEndpoint("draft", lambda r: step("Look it up.", 3, end=True)),
-        base_endpoint=OpenAIEndpoint(
-            "http://base/v1",
-            model="m",
-            name="base",
-            transport=httpx2.MockTransport(ToolCallingVLLM()),
-        ),
-        judge="arithmetic",
-        output_version="v1",
-    )
+    model = tool_calling_model(output_version="v1")
     full = None
     async for chunk in model.bind_tools([get_weather]).astream("Weather in Paris?"):
         full = chunk if full is None else full + chunk
