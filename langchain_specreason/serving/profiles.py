@@ -68,8 +68,15 @@ class ServerSpec:
     @property
     def url(self) -> str:
         """OpenAI-compatible base URL, ending in ``/v1``."""
-        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
-        return f"http://{host}:{self.port}/v1"
+        return f"{root_url(self.host, self.port)}/v1"
+
+
+def root_url(host: str, port: int) -> str:
+    """The root URL (no ``/v1``) of a server listening on ``host``, as a client here reaches it.
+
+    A listen address of every interface (``0.0.0.0``, empty) is reached on loopback.
+    """
+    return f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}"
 
 
 @dataclass(frozen=True)

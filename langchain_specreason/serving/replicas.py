@@ -44,7 +44,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, ServeError
 from .memory import KV_ENV, KV_FLAG, UTIL_FLAG, gpu_share, split_share
-from .profiles import Profile, Role, ServerSpec
+from .profiles import Profile, Role, ServerSpec, root_url
 from .router_main import VALIDATION_FLAG
 from .secrets import is_loopback
 
@@ -101,8 +101,7 @@ class RouterSpec:
     @property
     def url(self) -> str:
         """The OpenAI-compatible base URL clients use, ending in ``/v1``."""
-        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
-        return f"http://{host}:{self.port}/v1"
+        return f"{root_url(self.host, self.port)}/v1"
 
 
 @dataclass(frozen=True)
@@ -203,7 +202,7 @@ def plan_replicas(
             metrics_port=port,
             policy=policy,
             host=spec.host,
-            workers=tuple(_root(s) for s in specs[role]),
+            workers=tuple(root_url(s.host, s.port) for s in specs[role]),
         )
         port += 1
     return ReplicaPlan(specs, routers)
@@ -220,7 +219,7 @@ def guard_routers(plan: ReplicaPlan, *, keyed: bool) -> ReplicaPlan:
     routers: dict[Role, RouterSpec] = {}
     for role, router in plan.routers.items():
         if keyed:
-            urls = tuple(f"{_root(s)}/v1/models" for s in plan.replicas[role])
+            urls = tuple(f"{s.url}/models" for s in plan.replicas[role])
             routers[role] = replace(router, key_check=urls)
         elif not is_loopback(router.host):
             raise ConfigError(
@@ -298,11 +297,6 @@ def _with_devices(
         *((k, v) for k, v in env if k != "CUDA_VISIBLE_DEVICES"),
         ("CUDA_VISIBLE_DEVICES", devices),
     )
-
-
-def _root(spec: ServerSpec) -> str:
-    host = "127.0.0.1" if spec.host in ("0.0.0.0", "") else spec.host
-    return f"http://{host}:{spec.port}"
 
 
 def router_executable() -> str:
