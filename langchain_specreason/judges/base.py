@@ -132,6 +132,22 @@ def threshold_verdict(score: Score, threshold: float) -> Verdict:
     )
 
 
+class ThresholdJudge:
+    """A judge whose ``scorer`` rates the step, kept at ``threshold`` or above.
+
+    The base of the threshold judges: each sets ``scorer`` and ``threshold`` in its
+    ``__init__``.
+    """
+
+    scorer: StepScorer
+    threshold: float
+
+    async def judge(self, ctx: StepContext) -> Verdict:
+        """Score the draft step and compare with the threshold (:func:`threshold_verdict`)."""
+        s = await self.scorer.score(ctx.conversation, ctx.steps, ctx.step)
+        return threshold_verdict(s, self.threshold)
+
+
 Need = Literal["base_chat", "base_prompt_logprobs", "draft_logprobs"]
 """What a judge needs beyond the step's text: ``base_chat``, a chat request to the base server;
 ``base_prompt_logprobs``, a base endpoint that tokenizes and returns prompt logprobs (a

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from ..endpoint import TokenScorer
 from ..formats import PromptFormat, continue_messages
-from .base import JudgeSpec, Score, StepContext, Verdict, threshold_verdict
+from .base import JudgeSpec, Score, ThresholdJudge
 
 Aggregate = Literal["mean", "min", "math"]
 """How token log-probabilities become one score (see :func:`aggregate`)."""
@@ -195,7 +195,7 @@ class LikelihoodScorer:
         )
 
 
-class LikelihoodJudge:
+class LikelihoodJudge(ThresholdJudge):
     """``likelihood``: keep the step when the base model finds it likely enough."""
 
     def __init__(
@@ -208,11 +208,6 @@ class LikelihoodJudge:
     ) -> None:
         self.scorer = LikelihoodScorer(endpoint, fmt, logprob_aggregate=logprob_aggregate)
         self.threshold = threshold
-
-    async def judge(self, ctx: StepContext) -> Verdict:
-        """Score the step's tokens under the base model and compare with the threshold."""
-        s = await self.scorer.score(ctx.conversation, ctx.steps, ctx.step)
-        return threshold_verdict(s, self.threshold)
 
 
 SPEC = JudgeSpec(

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from ..endpoint import ChatRequest, Endpoint
 from ..formats import PromptFormat
-from .base import JudgeSpec, Score, StepContext, Verdict, threshold_verdict
+from .base import JudgeSpec, Score, ThresholdJudge
 
 ScoreMethod = Literal["greedy", "average"]
 """How a score is read: the sampled digit, or the probability-weighted mean of the digits."""
@@ -170,7 +170,7 @@ class BaseModelScorer:
         )
 
 
-class BaseModelJudge:
+class BaseModelJudge(ThresholdJudge):
     """SpecReason's judge: the base model scores the step; accepted when score >= threshold."""
 
     def __init__(
@@ -187,11 +187,6 @@ class BaseModelJudge:
             endpoint, fmt, score_method=score_method, top_logprobs=top_logprobs, wording=wording
         )
         self.threshold = threshold
-
-    async def judge(self, ctx: StepContext) -> Verdict:
-        """Score the draft step with the base model and compare with the threshold."""
-        s = await self.scorer.score(ctx.conversation, ctx.steps, ctx.step)
-        return threshold_verdict(s, self.threshold)
 
 
 SPEC = JudgeSpec(
