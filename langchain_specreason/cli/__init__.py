@@ -139,7 +139,7 @@ TOOLS: tuple[tuple[str, str, str], ...] = (
     ("bench", "langchain_specreason.lab.bench.command", "the benchmark"),
     ("arbitrage", "langchain_specreason.lab.training.command", "the Arbitrage router"),
     ("label", "langchain_specreason.lab.labels.command", "step labelling"),
-    ("tune", "langchain_specreason.lab.bench.tune", "tuning a setting for your pair"),
+    ("tune", "langchain_specreason.lab.tune.command", "tuning a setting for your pair"),
     ("probe", "langchain_specreason.lab.probe.command", "probing whether speculation can pay"),
 )
 """Subcommands whose modules need extras: (name, module with ``add_parser``, what it is)."""
@@ -213,7 +213,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return asyncio.run(run_arbitrage(args))
     if args.command == "tune":
-        from ..lab.bench.tune import run_tune
+        from ..lab.tune.command import run_tune
 
         return asyncio.run(run_tune(args))
     if args.command == "probe":

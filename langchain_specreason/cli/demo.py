@@ -32,9 +32,9 @@ from ..endpoint import OpenAIEndpoint, endpoint_pair
 from ..errors import ConfigError, ServeError
 from ..events import Event
 from ..graph import create_specreason_graph
-from ..lab.bench.datasets import Problem
-from ..lab.bench.grading import grade_number
-from ..lab.bench.prompts import build_prompt
+from ..lab.shared.datasets import Problem
+from ..lab.shared.grading import grade_number
+from ..lab.shared.prompts import build_prompt
 from ..serving.launcher import Launcher
 from ..serving.profiles import Profile, load_profile
 from ..stats import SpecReasonStats

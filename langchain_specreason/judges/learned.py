@@ -7,7 +7,7 @@ model's own three (the logprobs that came with the draft step: no call), their d
 The model gives P(harmless); the step is kept when it is at least the threshold.
 
 The weights are fitted on dev labels by ``specreason bench judges --labels DEV`` (see
-:mod:`langchain_specreason.lab.bench.learned`) and saved as JSON: ``{"names", "means",
+:mod:`langchain_specreason.lab.judges.learned`) and saved as JSON: ``{"names", "means",
 "scales", "weights", "bias"}``. Pure Python: no numpy at run time.
 """
 

@@ -15,7 +15,7 @@ from langchain_specreason.errors import ConfigError
 from langchain_specreason.formats import get_format
 from langchain_specreason.graph import create_specreason_graph
 from langchain_specreason.judges import BaseModelScorer
-from langchain_specreason.lab.bench.modes import Run, expand_runs, parse_taus
+from langchain_specreason.lab.shared.modes import Run, expand_runs, parse_taus
 from langchain_specreason.lab.training.label import labelled_steps
 
 from .fakes import ScriptedEndpoint, is_judge, partial_of, score, step
@@ -155,7 +155,7 @@ def test_arbitrage_and_oracle_runs():
 
 
 async def test_label_problems_concurrently_then_resume(tmp_path):
-    from langchain_specreason.lab.bench.datasets import Problem
+    from langchain_specreason.lab.shared.datasets import Problem
     from langchain_specreason.lab.training.label import label_problems
 
     problems = [Problem(f"p{i}", f"What is 12*{i}?", str(12 * i), "number") for i in range(3)]
@@ -218,7 +218,7 @@ class ScoringBase(ScriptedEndpoint):
 
 
 async def test_label_with_the_likelihood_scorer(tmp_path):
-    from langchain_specreason.lab.bench.datasets import Problem
+    from langchain_specreason.lab.shared.datasets import Problem
     from langchain_specreason.lab.training.label import label_problems
 
     problems = [Problem("p0", "What is 12*7?", "84", "number")]

@@ -9,13 +9,13 @@ import sys
 import pytest
 
 from langchain_specreason import ConfigError, InputError
-from langchain_specreason.lab.bench.datasets import (
+from langchain_specreason.lab.shared.datasets import (
     Problem,
     guess_grader,
     load_problems,
     shuffle_choices,
 )
-from langchain_specreason.lab.bench.prompts import build_prompt
+from langchain_specreason.lab.shared.prompts import build_prompt
 
 
 def write_jsonl(path, rows):

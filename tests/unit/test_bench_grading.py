@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_specreason.lab.bench.grading import (
+from langchain_specreason.lab.shared.grading import (
     extract_letter,
     grade,
     grade_choice,

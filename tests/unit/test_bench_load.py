@@ -16,9 +16,9 @@ from langchain_specreason.cli import build_parser
 from langchain_specreason.config import DEFAULT_JUDGE
 from langchain_specreason.endpoint import ChatRequest, Completion
 from langchain_specreason.errors import ServeError
-from langchain_specreason.lab.bench import load
-from langchain_specreason.lab.bench.datasets import Problem
-from langchain_specreason.lab.bench.results import read_records
+from langchain_specreason.lab.load import command as load
+from langchain_specreason.lab.shared.datasets import Problem
+from langchain_specreason.lab.shared.results import read_records
 
 from .fakes import ScriptedEndpoint, is_judge, score, step
 

@@ -8,7 +8,7 @@ from langchain_specreason import SpecReasonConfig
 from langchain_specreason.cli import build_parser, main
 from langchain_specreason.errors import ConfigError, ServeError
 from langchain_specreason.lab.bench.command import default_out, make_plan
-from langchain_specreason.lab.bench.modes import (
+from langchain_specreason.lab.shared.modes import (
     Run,
     expand_runs,
     group_by_variant,
@@ -18,7 +18,7 @@ from langchain_specreason.lab.bench.modes import (
     parse_score_methods,
     parse_thresholds,
 )
-from langchain_specreason.lab.bench.servers import ServerSource
+from langchain_specreason.lab.shared.servers import ServerSource
 
 URLS = ["--draft-url", "http://127.0.0.1:1/v1", "--base-url", "http://127.0.0.1:2/v1"]
 
@@ -351,8 +351,8 @@ def test_the_old_threshold_flag_is_hidden_and_checked_on_every_scale_it_feeds(tm
 
 
 def test_agree_modes_run_each_rule_and_steps_ahead_and_configure_the_graph():
-    from langchain_specreason.lab.bench.modes import parse_agree_rules, parse_steps_ahead
     from langchain_specreason.lab.bench.runner import BenchSettings
+    from langchain_specreason.lab.shared.modes import parse_agree_rules, parse_steps_ahead
 
     runs = expand_runs(
         ["base", "agree", "agree+sd"],

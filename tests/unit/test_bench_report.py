@@ -8,7 +8,6 @@ import math
 import pytest
 
 from langchain_specreason.cli import main
-from langchain_specreason.lab.bench.modes import Run
 from langchain_specreason.lab.bench.report import (
     ACCURACY_PLOT,
     SUMMARY_JSON,
@@ -20,6 +19,7 @@ from langchain_specreason.lab.bench.report import (
     summarize,
     write_report,
 )
+from langchain_specreason.lab.shared.modes import Run
 
 ZERO = dict(
     steps_drafted=0,
@@ -229,7 +229,7 @@ def test_plot_labels_name_the_problem_count_only_when_it_differs():
 
 
 def test_result_lines_in_old_words_read_in_todays(tmp_path):
-    from langchain_specreason.lab.bench.results import read_records
+    from langchain_specreason.lab.shared.results import read_records
 
     path = tmp_path / "results.jsonl"
     path.write_text(

@@ -11,18 +11,18 @@ from tqdm import tqdm
 from langchain_specreason import ConfigError
 from langchain_specreason.endpoint import ChatRequest, Completion
 from langchain_specreason.lab.bench.command import Plan, count_done
-from langchain_specreason.lab.bench.datasets import Problem
-from langchain_specreason.lab.bench.meta import MetaFile
-from langchain_specreason.lab.bench.modes import Run
-from langchain_specreason.lab.bench.results import (
+from langchain_specreason.lab.bench.runner import BenchSettings, Sinks, run_group
+from langchain_specreason.lab.shared.datasets import Problem
+from langchain_specreason.lab.shared.meta import MetaFile
+from langchain_specreason.lab.shared.modes import Run
+from langchain_specreason.lab.shared.results import (
     RESULTS,
     RUNS,
     JsonlAppender,
     done_keys,
     read_records,
 )
-from langchain_specreason.lab.bench.runner import BenchSettings, Sinks, run_group
-from langchain_specreason.lab.bench.servers import ServerPair, ServerSource
+from langchain_specreason.lab.shared.servers import ServerPair, ServerSource
 
 from .fakes import ScriptedEndpoint, is_judge, loopback_server, score, step
 
@@ -122,8 +122,8 @@ async def test_one_line_per_run_and_problem(tmp_path):
 
 
 def test_interleaving_rotates_the_run_order_and_resumes_in_place():
-    from langchain_specreason.lab.bench.modes import Run
     from langchain_specreason.lab.bench.runner import interleaved
+    from langchain_specreason.lab.shared.modes import Run
 
     a, b, c = Run("base"), Run("sd"), Run("specreason", 7.0, "greedy")
     problems = PROBLEMS
@@ -198,7 +198,7 @@ def test_meta_refuses_to_resume_with_other_settings(tmp_path):
 
 
 async def test_reset_prefix_cache_posts_to_the_server_root_and_reports_refusals():
-    from langchain_specreason.lab.bench.servers import reset_prefix_cache
+    from langchain_specreason.lab.shared.servers import reset_prefix_cache
 
     seen: list[str] = []
 

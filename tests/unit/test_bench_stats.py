@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_specreason.lab.bench.stats import mcnemar, paired_ratio, wilson
+from langchain_specreason.lab.shared.stats import mcnemar, paired_ratio, wilson
 
 
 def test_wilson_interval():

@@ -9,15 +9,15 @@ import pytest
 
 from langchain_specreason.endpoint import ChatRequest, Completion
 from langchain_specreason.formats import get_format
-from langchain_specreason.lab.bench.consistency import (
+from langchain_specreason.lab.judges.command import DEFAULT_MEASURES, MEASURES, Measures
+from langchain_specreason.lab.judges.consistency import (
     SAMPLES,
     consistency_scores,
     jaccard,
     numbers_in,
 )
-from langchain_specreason.lab.bench.judgebench import DEFAULT_MEASURES, MEASURES, Measures
-from langchain_specreason.lab.bench.judgedata import JudgeExample
-from langchain_specreason.lab.bench.labelreport import judge_name
+from langchain_specreason.lab.judges.data import JudgeExample
+from langchain_specreason.lab.judges.labelreport import judge_name
 
 
 def test_numbers_are_read_as_a_multiset_with_one_spelling():
@@ -95,6 +95,6 @@ def test_consistency_is_measured_only_when_asked_and_named_by_its_reading():
 
 
 def test_every_measure_has_its_costs_in_the_label_report():
-    from langchain_specreason.lab.bench.labelreport import JUDGE_NAMES
+    from langchain_specreason.lab.judges.labelreport import JUDGE_NAMES
 
     assert set(JUDGE_NAMES) == set(MEASURES)

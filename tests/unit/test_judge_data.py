@@ -11,7 +11,7 @@ from fractions import Fraction
 import pytest
 
 from langchain_specreason import ConfigError
-from langchain_specreason.lab.bench.corruption import (
+from langchain_specreason.lab.judges.corruption import (
     KINDS,
     Annotated,
     corrupt,
@@ -20,7 +20,7 @@ from langchain_specreason.lab.bench.corruption import (
     strip_annotations,
     text_numbers,
 )
-from langchain_specreason.lab.bench.judgedata import (
+from langchain_specreason.lab.judges.data import (
     build_examples,
     load_judge_examples,
     solution_lines,
@@ -449,8 +449,8 @@ def test_load_needs_a_positive_limit(limit):
 
 
 def test_a_server_is_reset_only_when_the_next_example_starts_another_trace():
-    from langchain_specreason.lab.bench.judgebench import warming
-    from langchain_specreason.lab.bench.judgedata import JudgeExample
+    from langchain_specreason.lab.judges.command import warming
+    from langchain_specreason.lab.judges.data import JudgeExample
 
     def ex(question: str, steps: tuple[str, ...], kind: str = "harmless") -> JudgeExample:
         return JudgeExample(f"{question}:{len(steps)}", "p", question, steps, "s\n\n", kind, 0, "")

@@ -9,8 +9,8 @@ import pytest
 from langchain_specreason.config import SpecReasonConfig
 from langchain_specreason.errors import ConfigError
 from langchain_specreason.judges import REJECTED_BY_CHECK
-from langchain_specreason.lab.bench.judgebench import parse_measures
-from langchain_specreason.lab.bench.judgereport import (
+from langchain_specreason.lab.judges.command import parse_measures
+from langchain_specreason.lab.judges.report import (
     auroc,
     best_threshold,
     summarise,
@@ -139,8 +139,8 @@ def test_unknown_judge_is_a_config_error():
 
 
 def test_injected_copies_of_wrong_steps_only_each_injection_before_the_blank_line():
-    from langchain_specreason.lab.bench.injection import INJECTIONS, injected, plain_id
-    from langchain_specreason.lab.bench.judgedata import JudgeExample
+    from langchain_specreason.lab.judges.data import JudgeExample
+    from langchain_specreason.lab.judges.injection import INJECTIONS, injected, plain_id
 
     def example(kind):
         return JudgeExample(
@@ -167,7 +167,7 @@ def test_injection_rows_pair_each_injected_step_with_its_plain_version(tmp_path)
         line("likelihood", "p1", "operand+verdict", {"mean": -0.5, "min": -2.0, "math": -6.5}),
     ]
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS + forged))
-    from langchain_specreason.lab.bench.judgereport import injection_rows
+    from langchain_specreason.lab.judges.report import injection_rows
 
     rows = {
         r["variant"]: r for r in injection_rows(RECORDS + forged) if r["injection"] == "verdict"

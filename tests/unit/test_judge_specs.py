@@ -21,7 +21,7 @@ from langchain_specreason.graph import create_specreason_graph
 from langchain_specreason.judges import CascadeJudge
 from langchain_specreason.judges import registry as judges
 from langchain_specreason.judges.base import JudgeSpec
-from langchain_specreason.lab.bench.modes import Run, parse_judges
+from langchain_specreason.lab.shared.modes import Run, parse_judges
 from langchain_specreason.studio import graph_from_env
 
 from .fakes import ScriptedEndpoint, partial_of, step

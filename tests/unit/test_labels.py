@@ -7,7 +7,6 @@ import pytest
 from langchain_specreason.endpoint import ChatRequest, Completion
 from langchain_specreason.errors import ConfigError
 from langchain_specreason.formats import get_format
-from langchain_specreason.lab.bench.datasets import Problem
 from langchain_specreason.lab.labels.rollout import (
     DraftTrace,
     RolloutSettings,
@@ -19,6 +18,7 @@ from langchain_specreason.lab.labels.rollout import (
     success_rate,
 )
 from langchain_specreason.lab.labels.run import sample_problems
+from langchain_specreason.lab.shared.datasets import Problem
 
 PROBLEM = Problem("p1", "Tom has 3 apples and buys 4 more. How many?", "7", "number")
 CONVERSATION = [{"role": "user", "content": PROBLEM.question}]

@@ -10,9 +10,8 @@ import pytest
 from langchain_specreason import SpecReasonConfig, make_judge
 from langchain_specreason.errors import ConfigError, InputError
 from langchain_specreason.judges.learned import FEATURES, LearnedJudge, LogisticModel, readings
-from langchain_specreason.lab.bench import labelreport
-from langchain_specreason.lab.bench.judgereport import auroc
-from langchain_specreason.lab.bench.labelreport import (
+from langchain_specreason.lab.judges import labelreport
+from langchain_specreason.lab.judges.labelreport import (
     L2_GRID,
     auroc_interval,
     choose_threshold,
@@ -20,7 +19,8 @@ from langchain_specreason.lab.bench.labelreport import (
     judge_name,
     summarise_labels,
 )
-from langchain_specreason.lab.bench.learned import fit_logistic
+from langchain_specreason.lab.judges.learned import fit_logistic
+from langchain_specreason.lab.judges.report import auroc
 from langchain_specreason.lab.labels.labelfile import load_labelled_steps
 
 from .fakes import ScriptedEndpoint, step
@@ -277,7 +277,7 @@ def test_in_a_cascade_the_arithmetic_check_reads_a_step_once(monkeypatch):
 
 def test_the_summary_of_a_dev_read_loads_as_the_learned_judge(tmp_path):
     # the path the README shows: one dev read, then judge="arithmetic+learned" from its summary
-    from langchain_specreason.lab.bench.labelreport import write_label_report
+    from langchain_specreason.lab.judges.labelreport import write_label_report
 
     (tmp_path / "results.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in labelled_results()), encoding="utf-8"
@@ -423,7 +423,7 @@ def test_a_labels_report_with_one_label_says_the_fit_was_skipped():
 def test_a_label_report_is_built_alike_from_result_lines_that_say_measure(tmp_path):
     """Folders written before issue 43 name a line's judge ``measure``: the report reads them
     as it reads today's ``judge``."""
-    from langchain_specreason.lab.bench.labelreport import write_label_report
+    from langchain_specreason.lab.judges.labelreport import write_label_report
 
     rows = labelled_results()
     assert all("judge" in r and "measure" not in r for r in rows)

@@ -7,9 +7,9 @@ import asyncio
 import pytest
 
 from langchain_specreason.errors import ConfigError
-from langchain_specreason.lab.bench.datasets import Problem
-from langchain_specreason.lab.bench.perproblem import LABELS, PROBLEMS, for_each_problem
-from langchain_specreason.lab.bench.results import read_records
+from langchain_specreason.lab.shared.datasets import Problem
+from langchain_specreason.lab.shared.perproblem import LABELS, PROBLEMS, for_each_problem
+from langchain_specreason.lab.shared.results import read_records
 
 PROBLEMS_ = [Problem(f"p{i}", f"What is {i}+{i}?", str(2 * i), "number") for i in range(4)]
 

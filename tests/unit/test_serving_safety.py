@@ -13,8 +13,8 @@ import pytest
 from langchain_specreason.cli import build_parser, serve_launcher
 from langchain_specreason.errors import ConfigError
 from langchain_specreason.lab.bench.command import make_plan
-from langchain_specreason.lab.bench.meta import MetaFile
-from langchain_specreason.lab.bench.servers import (
+from langchain_specreason.lab.shared.meta import MetaFile
+from langchain_specreason.lab.shared.servers import (
     ServerPair,
     ServerSource,
     api_key_of,
@@ -309,7 +309,7 @@ async def test_meta_json_never_holds_a_secret(tmp_path, monkeypatch):
     profile = load_profile("cpu-test", extra_args={"base": [f"--api-key={KEY}", "--hf-token", HF]})
     pair = ServerPair(None, "http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1", profile, api_key=KEY)
     assert KEY not in repr(pair)
-    from langchain_specreason.lab.bench import servers
+    from langchain_specreason.lab.shared import servers
 
     async def no_models(url, *, api_key=None):
         assert api_key == KEY
@@ -387,7 +387,7 @@ def test_servers_the_bench_starts_get_the_clients_key(monkeypatch):
         def __exit__(self, *exc):
             return None
 
-    from langchain_specreason.lab.bench import servers
+    from langchain_specreason.lab.shared import servers
 
     monkeypatch.setattr(servers, "Launcher", FakeLauncher)
     with ServerSource("cpu-test", api_key=KEY).servers(None) as pair:

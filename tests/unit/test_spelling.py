@@ -11,10 +11,10 @@ import re
 import pytest
 
 from langchain_specreason import ConfigError
-from langchain_specreason.lab.bench import judgebench
-from langchain_specreason.lab.bench.corruption import KINDS
-from langchain_specreason.lab.bench.judgedata import build_examples
-from langchain_specreason.lab.bench.spelling import LARGEST, number_words, spell_out
+from langchain_specreason.lab.judges import command as judgebench
+from langchain_specreason.lab.judges.corruption import KINDS
+from langchain_specreason.lab.judges.data import build_examples
+from langchain_specreason.lab.judges.spelling import LARGEST, number_words, spell_out
 
 from .gsm8k_samples import APPLES, JAGUARS, LOTS, NATALIA
 

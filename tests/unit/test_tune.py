@@ -6,8 +6,8 @@ import pytest
 
 from langchain_specreason.endpoint import ChatRequest, Completion
 from langchain_specreason.errors import ConfigError
-from langchain_specreason.lab.bench.replay import ReplayEndpoint
-from langchain_specreason.lab.bench.tune import Grid, Measured, choose
+from langchain_specreason.lab.tune.command import Grid, Measured, choose
+from langchain_specreason.lab.tune.replay import ReplayEndpoint
 
 
 def m(name: str, right: int, seconds: float, n: int = 10, sd: bool = False) -> Measured:
@@ -84,7 +84,7 @@ def test_grid_searches_the_agree_mode_on_plain_and_sd_base_servers():
 
 def _tune_grid(*flags: str):
     from langchain_specreason.cli import build_parser
-    from langchain_specreason.lab.bench.tune import grid_thresholds
+    from langchain_specreason.lab.tune.command import grid_thresholds
 
     args = build_parser().parse_args(["tune", "--out", "x", *flags])
     return args.judge, grid_thresholds(args)
@@ -154,7 +154,7 @@ async def test_replay_answers_a_seen_request_from_memory_with_its_seconds():
 
 
 def test_max_wrong_is_the_choice_rule_counted_in_wrong_answers():
-    from langchain_specreason.lab.bench.tune import max_wrong
+    from langchain_specreason.lab.tune.command import max_wrong
 
     base = m("base", 15, 100.0, n=20)
     assert max_wrong(base) == 5
@@ -170,9 +170,9 @@ async def test_a_setting_is_dropped_once_it_has_more_wrong_answers_than_allowed(
     from contextlib import contextmanager
     from types import SimpleNamespace
 
-    from langchain_specreason.lab.bench import tune
-    from langchain_specreason.lab.bench.datasets import Problem
-    from langchain_specreason.lab.bench.modes import Run
+    from langchain_specreason.lab.shared.datasets import Problem
+    from langchain_specreason.lab.shared.modes import Run
+    from langchain_specreason.lab.tune import command as tune
 
     always_wrong = Run("specreason", -0.5, None, None, "likelihood", 0)
     always_right = Run("specreason", -0.9, None, None, "likelihood", 0)
@@ -301,9 +301,9 @@ def test_bench_config_file_runs_exactly_the_setting_tune_wrote(tmp_path):
 
 
 def test_a_dropped_setting_is_read_beside_the_base_model_on_the_same_problems():
-    from langchain_specreason.lab.bench.datasets import Problem
-    from langchain_specreason.lab.bench.modes import Run
-    from langchain_specreason.lab.bench.tune import partial
+    from langchain_specreason.lab.shared.datasets import Problem
+    from langchain_specreason.lab.shared.modes import Run
+    from langchain_specreason.lab.tune.command import partial
 
     problems = [Problem(f"p{i}", "q", "1", "number") for i in range(4)]
     base = [
@@ -331,8 +331,8 @@ def test_a_dropped_setting_is_read_beside_the_base_model_on_the_same_problems():
 def test_the_evidence_of_use_sd_holds_sd_against_base_on_the_held_out_problems():
     from types import SimpleNamespace
 
-    from langchain_specreason.lab.bench.datasets import Problem
-    from langchain_specreason.lab.bench.tune import _evidence
+    from langchain_specreason.lab.shared.datasets import Problem
+    from langchain_specreason.lab.tune.command import _evidence
 
     problems = [Problem(f"h{i}", "q", "1", "number") for i in range(4)]
     held = [
@@ -360,7 +360,7 @@ def test_the_evidence_of_use_sd_holds_sd_against_base_on_the_held_out_problems()
 
 
 def test_spans_show_when_each_run_was_measured():
-    from langchain_specreason.lab.bench.tune import spans
+    from langchain_specreason.lab.tune.command import spans
 
     records = [
         {"mode": "base", "split": "dev", "problem_id": "a", "finished_at": "2026-12-03T10:00"},
@@ -382,7 +382,7 @@ def test_spans_show_when_each_run_was_measured():
 
 def test_tuned_toml_says_in_words_when_sd_is_the_recommendation(tmp_path):
     from langchain_specreason import SpecReasonConfig
-    from langchain_specreason.lab.bench.tune import _header
+    from langchain_specreason.lab.tune.command import _header
 
     choice = choose(BASE, SD, [m("spec-b", 3, 20.0)])
     path = tmp_path / "tuned.toml"

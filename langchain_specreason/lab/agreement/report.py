@@ -23,8 +23,8 @@ from typing import Any
 from ...agreement import make_rule, rule_specs
 from ...config import SpecReasonConfig, add_config_flags
 from ...errors import InputError
-from ..bench.datasets import read_jsonl
-from ..bench.stats import wilson
+from ..shared.datasets import read_jsonl
+from ..shared.stats import wilson
 
 REQUIRED = ("step", "base_step", "harmful")
 

@@ -28,14 +28,14 @@ from ...judges.registry import judge_specs, threshold_field
 from ...serving.profiles import load_profile
 from ..agreement.report import add_parser as add_agreement_parser
 from ..agreement.report import run as run_agreement
+from ..judges.command import add_parser as add_judges_parser
+from ..judges.command import run_judges
+from ..load.command import add_parser as add_load_parser
+from ..load.command import run_load
 from ..oldflags import add_old_spelling
-from .datasets import Problem, add_dataset_flags, is_file_dataset, problems_of
-from .judgebench import add_parser as add_judges_parser
-from .judgebench import run_judges
-from .load import add_parser as add_load_parser
-from .load import run_load
-from .meta import MetaFile
-from .modes import (
+from ..shared.datasets import Problem, add_dataset_flags, is_file_dataset, problems_of
+from ..shared.meta import MetaFile
+from ..shared.modes import (
     AGREE_MODES,
     DEFAULT_SD_VARIANT,
     MODES,
@@ -54,10 +54,10 @@ from .modes import (
     parse_taus,
     parse_thresholds,
 )
+from ..shared.results import RESULTS, RUNS, JsonlAppender, ResultKey, done_keys, read_records
+from ..shared.servers import ServerSource, add_server_flags, api_key_of
 from .report import write_report
-from .results import RESULTS, RUNS, JsonlAppender, ResultKey, done_keys, read_records
 from .runner import BENCH_DEFAULTS, GENERATION_FIELDS, BenchSettings, Sinks, run_group
-from .servers import ServerSource, add_server_flags, api_key_of
 
 JUDGE_THRESHOLDS = {
     "likelihood_threshold": "likelihood judge: the base model's log-probability threshold <= 0",

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from .modes import DEFAULT_SD_VARIANT, Run
-from .results import META, RESULTS, read_records
+from ..shared.modes import DEFAULT_SD_VARIANT, Run
+from ..shared.results import META, RESULTS, read_records
+from ..shared.stats import mcnemar, paired_ratio, wilson
 from .rounds import rounds_markdown
-from .stats import mcnemar, paired_ratio, wilson
 
 SUMMARY_MD = "summary.md"
 SUMMARY_JSON = "summary.json"
@@ -159,7 +159,7 @@ def summarize_run(
 
 
 def summarize(results: Sequence[dict[str, Any]]) -> list[Row]:
-    """One row per run, in table order (modes as in :data:`~.modes.MODES`, then threshold)."""
+    """One row per run, in table order (modes in :data:`..shared.modes.MODES`, then threshold)."""
     by_run: dict[Run, list[dict[str, Any]]] = {}
     for record in results:
         by_run.setdefault(Run.of(record), []).append(record)

@@ -30,8 +30,12 @@ from ...graph import create_specreason_graph
 from ...judges import Judge
 from ...state import Decision, StepRecord
 from ...stats import SpecReasonStats
-from .datasets import Problem
-from .grading import grade
+from ..shared.datasets import Problem
+from ..shared.grading import grade
+from ..shared.modes import GRAPH_MODES, SPECREASON_MODES, Run
+from ..shared.prompts import build_prompt
+from ..shared.results import JsonlAppender, ResultKey
+from ..shared.servers import ServerPair, reset_prefix_cache, served_router_folder
 from .metrics import (
     CACHE_HITS,
     CACHE_QUERIES,
@@ -41,12 +45,8 @@ from .metrics import (
     ServerCounters,
     scrape,
 )
-from .modes import GRAPH_MODES, SPECREASON_MODES, Run
 from .prefill import judge_prefill_floor
-from .prompts import build_prompt
-from .results import JsonlAppender, ResultKey
 from .rounds import round_records
-from .servers import ServerPair, reset_prefix_cache, served_router_folder
 
 COUNTERS = {
     "requests": REQUESTS,

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..bench.servers import add_server_flags, api_key_of
+from ..shared.servers import add_server_flags, api_key_of
 
 
 def add_parser(subparsers: Any) -> None:
@@ -58,8 +58,8 @@ async def run(args: argparse.Namespace) -> int:
     from ...endpoint import endpoint_pair
     from ...errors import ConfigError
     from ...serving.profiles import load_profile
-    from ..bench.datasets import load_problems
-    from ..bench.servers import ServerSource
+    from ..shared.datasets import load_problems
+    from ..shared.servers import ServerSource
     from .rollout import RolloutSettings
     from .run import label_problems, sample_problems
 

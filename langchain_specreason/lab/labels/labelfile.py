@@ -15,8 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...errors import InputError
-from ..bench.datasets import read_jsonl
-from ..bench.judgedata import JudgeExample
+from ..judges.data import JudgeExample
+from ..shared.datasets import read_jsonl
 
 REQUIRED = ("question", "steps", "step", "harmful")
 

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ..bench.datasets import read_jsonl
-from ..bench.judgereport import auroc
-from ..bench.labelreport import auroc_interval
-from ..bench.stats import percentile_95
+from ..judges.labelreport import auroc_interval
+from ..judges.report import auroc
+from ..shared.datasets import read_jsonl
+from ..shared.stats import percentile_95
 from .rollout import advantage, is_harmful, success_rate
 
 REQUIRED = ("draft_correct", "base_correct", "same_step")

@@ -26,8 +26,8 @@ from typing import Any, Protocol
 from ...endpoint import ChatRequest, Completion
 from ...formats import PromptFormat, continue_messages, step_stops
 from ...graph import step_finish
-from ..bench.datasets import Problem
-from ..bench.grading import grade
+from ..shared.datasets import Problem
+from ..shared.grading import grade
 
 _SPACES = re.compile(r"\s+")
 

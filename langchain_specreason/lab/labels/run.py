@@ -24,9 +24,9 @@ from ...errors import ConfigError
 from ...formats import PromptFormat, get_format
 from ...graph import create_specreason_graph
 from ...judges import StepContext, Verdict
-from ..bench.datasets import Problem
-from ..bench.perproblem import for_each_problem
-from ..bench.prompts import build_prompt
+from ..shared.datasets import Problem
+from ..shared.perproblem import for_each_problem
+from ..shared.prompts import build_prompt
 from .rollout import DraftTrace, RolloutSettings, label_trace
 
 META = "meta.json"
@@ -142,7 +142,7 @@ async def label_problems(
         "budget": budget,
         "draft": "greedy, temperature 0",
         "base_step": "greedy, temperature 0",
-        "grading": "lab.bench.grading.grade of prefix + step + rollout against the gold",
+        "grading": "lab.shared.grading.grade of prefix + step + rollout against the gold",
         "harmful": f"advantage = base_rate - draft_rate >= {settings.harmful_gap}",
         **(provenance or {}),
     }

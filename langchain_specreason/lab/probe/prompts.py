@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
-from ..bench.prompts import INSTRUCTIONS
+from ..shared.prompts import INSTRUCTIONS
 
 BUILTIN: tuple[str, ...] = (
     "A baker makes 24 muffins in the morning and 18 in the afternoon. She sells 29 of them and "

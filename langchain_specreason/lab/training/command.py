@@ -20,8 +20,8 @@ from typing import Any
 from ...arbitrage.features import ROUTER_MAX_TOKENS
 from ...errors import ConfigError
 from ..bench.command import add_generation_flags
-from ..bench.datasets import add_dataset_flags
-from ..bench.servers import add_server_flags, api_key_of
+from ..shared.datasets import add_dataset_flags
+from ..shared.servers import add_server_flags, api_key_of
 
 
 def add_parser(subparsers: Any) -> None:
@@ -118,9 +118,9 @@ async def run(args: argparse.Namespace) -> int:
 async def _label(args: argparse.Namespace) -> int:
     from ...endpoint import endpoint_pair
     from ..bench.command import generation_settings
-    from ..bench.datasets import is_file_dataset, problems_of
-    from ..bench.modes import Run
-    from ..bench.servers import ServerSource
+    from ..shared.datasets import is_file_dataset, problems_of
+    from ..shared.modes import Run
+    from ..shared.servers import ServerSource
     from .label import label_problems
 
     settings = generation_settings(args)
@@ -151,7 +151,7 @@ def _train(args: argparse.Namespace) -> int:
     from ...serving.catalog import CATALOG
     from ...serving.fetch import fetch
     from ...serving.launcher import router_dir
-    from ..bench.perproblem import LABELS
+    from ..shared.perproblem import LABELS
     from .labels_file import load_labels
     from .train import train_router
 

@@ -24,10 +24,10 @@ from ...formats import get_format
 from ...graph import create_specreason_graph
 from ...judges import LikelihoodScorer
 from ...state import StepRecord
-from ..bench.datasets import Problem
-from ..bench.grading import grade
-from ..bench.perproblem import for_each_problem
-from ..bench.prompts import build_prompt
+from ..shared.datasets import Problem
+from ..shared.grading import grade
+from ..shared.perproblem import for_each_problem
+from ..shared.prompts import build_prompt
 
 
 def labelled_steps(

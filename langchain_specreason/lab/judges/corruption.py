@@ -14,7 +14,7 @@ changes one such annotation of a line as one of :data:`KINDS`:
 Each corruption changes only the expression and result text of the chosen annotation (and the
 annotation itself, so the raw line stays self-describing); the rest of the line is unchanged.
 Expressions are evaluated with a tiny :mod:`ast` walker over numbers and ``+ - * /``, never
-with ``eval``. The judge examples built from these corruptions are in :mod:`.judgedata`.
+with ``eval``. The judge examples built from these corruptions are in :mod:`.data`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from fractions import Fraction
 from ...errors import ConfigError
 
 KINDS: tuple[str, ...] = ("arithmetic", "operand", "operation")
-"""The corruption kinds, in the order :func:`.judgedata.build_examples` emits them (after
+"""The corruption kinds, in the order :func:`.data.build_examples` emits them (after
 ``correct``)."""
 
 _ANNOTATION = re.compile(r"<<(.*?)>>")

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .datasets import Problem
-from .modes import DEFAULT_SD_VARIANT, Run
-from .tunegrid import Choice, Measured, measured
+from ..shared.datasets import Problem
+from ..shared.modes import DEFAULT_SD_VARIANT, Run
+from .grid import Choice, Measured, measured
 
 
 def _header(choice: Choice) -> str:
@@ -71,7 +71,7 @@ def _evidence(
     chosen: Run | None,
     args: argparse.Namespace,
 ) -> dict[str, Any]:
-    from .stats import mcnemar, paired_ratio
+    from ..shared.stats import mcnemar, paired_ratio
 
     ev: dict[str, Any] = {
         "recommendation": choice.recommend,

@@ -21,7 +21,7 @@ from ...errors import ConfigError
 from ...judges.registry import judge_specs
 from ...serving.profiles import load_profile
 from ...serving.replicas import check_replicas, plan_replicas, router_executable
-from .servers import add_api_key_flag, api_key_of
+from ..shared.servers import add_api_key_flag, api_key_of
 
 DATASET = "gsm8k"
 

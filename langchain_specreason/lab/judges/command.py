@@ -6,7 +6,7 @@
     specreason bench judges --draft-url URL --base-url URL --judge likelihood,arithmetic
     specreason bench judges --report-only --out DIR     # the report again, no server
 
-Data: GSM8K *train* gold solutions (:mod:`.judgedata`): per problem, the gold step k after gold
+Data: GSM8K *train* gold solutions (:mod:`.data`): per problem, the gold step k after gold
 steps 1..k-1, and the same step corrupted three ways (arithmetic, operand, operation). With
 ``--numbers words`` the judged step states its numbers and operators in words
 (:mod:`.spelling`) and ``meta.json`` records ``numbers: "words"``.
@@ -51,22 +51,22 @@ from ...judges.arithmetic import check_step
 from ...judges.score import average_score, greedy_score
 from ...serving.profiles import load_profile
 from ..oldflags import add_old_spelling
-from . import consistency
-from .datasets import Problem
-from .injection import injected
-from .judgedata import NUMBERS, JudgeExample, load_judge_examples
-from .judgereport import write_judge_report
-from .meta import MetaFile
-from .modes import parse_choices
-from .prompts import build_prompt
-from .results import META, JsonlAppender, read_records
-from .servers import (
+from ..shared.datasets import Problem
+from ..shared.meta import MetaFile
+from ..shared.modes import parse_choices
+from ..shared.prompts import build_prompt
+from ..shared.results import META, JsonlAppender, read_records
+from ..shared.servers import (
     ServerPair,
     ServerSource,
     add_server_flags,
     api_key_of,
     reset_prefix_cache,
 )
+from . import consistency
+from .data import NUMBERS, JudgeExample, load_judge_examples
+from .injection import injected
+from .report import write_judge_report
 
 RESULTS = "results.jsonl"
 MEASURES: dict[str, str] = {

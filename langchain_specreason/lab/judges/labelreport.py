@@ -2,7 +2,7 @@
 
 Reads the results of ``specreason bench judges --labels FILE`` (every example is a real draft
 step, ``harmless`` or ``harmful`` by base-model rollouts; see :mod:`..labels`). Besides the
-readings of :data:`.judgereport.VARIANTS` it composes:
+readings of :data:`.report.VARIANTS` it composes:
 
 * ``disagreement``: the base model's mean token log-probability of the step minus the draft
   model's own (the two ``mean`` readings of ``likelihood`` and ``confidence``): a step the
@@ -38,7 +38,17 @@ from pathlib import Path
 from typing import Any
 
 from ...config import SpecReasonConfig
-from .judgereport import (
+from ..shared.results import read_records
+from ..shared.stats import percentile_95
+from .learned import (
+    CLIP,
+    LogisticModel,
+    constant_features,
+    example_features,
+    fit_logistic,
+    nonfinite_counts,
+)
+from .report import (
     DEFAULT_VARIANT,
     VARIANTS,
     _mean,
@@ -48,16 +58,6 @@ from .judgereport import (
     roc_points,
     variant_scores,
 )
-from .learned import (
-    CLIP,
-    LogisticModel,
-    constant_features,
-    example_features,
-    fit_logistic,
-    nonfinite_counts,
-)
-from .results import read_records
-from .stats import percentile_95
 
 KEEP_HARMLESS = 0.9
 """The share of harmless steps a chosen threshold must keep on the dev labels."""

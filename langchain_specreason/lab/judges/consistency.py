@@ -9,7 +9,7 @@ judged step's position and compares each with the step it wrote (higher keeps th
 
 A step the draft would write differently most of the time is one it was unsure of, whatever
 its token probabilities say. These are pure functions; the measure's call is in
-:mod:`.judgebench`.
+:mod:`.command`.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...judges.registry import parse_judge, threshold_field
-from .datasets import Problem
-from .modes import DEFAULT_SD_VARIANT, SD_MODES, Run
+from ..shared.datasets import Problem
+from ..shared.modes import DEFAULT_SD_VARIANT, SD_MODES, Run
 
 
 @dataclass(frozen=True)

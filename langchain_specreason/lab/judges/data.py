@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ...errors import ConfigError
+from ..shared.datasets import read_jsonl
 from .corruption import KINDS, corrupt, strip_annotations, text_numbers
-from .datasets import read_jsonl
 from .spelling import spell_out
 
 NUMBERS: tuple[str, ...] = ("digits", "words")

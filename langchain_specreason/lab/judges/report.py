@@ -22,9 +22,9 @@ from typing import Any
 
 from ...config import SpecReasonConfig
 from ...judges import REJECTED_BY_CHECK
+from ..shared.results import META, read_records
 from .corruption import KINDS
 from .injection import INJECTIONS, SEPARATOR, plain_id
-from .results import META, read_records
 
 BLOCK = 32
 """The cache block of the CPU profiles (``--block-size 32``): the prefill bound's slack."""
@@ -53,7 +53,7 @@ VARIANTS: dict[str, tuple[str, str, str | None]] = {
 one score the judge gives (``verdict``; consistency's ``numbers``/``words``).
 
 Result lines name the judge under ``judge``; folders written before issue 43 say ``measure``,
-which :func:`~.results.read_records` reads as ``judge``."""
+which :func:`~..shared.results.read_records` reads as ``judge``."""
 
 
 DEFAULT_VARIANT = f"{SpecReasonConfig().judge} ({SpecReasonConfig().logprob_aggregate})"

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .report import fmt, percentile, settings_lines
-from .results import read_records
+from ..bench.report import fmt, percentile, settings_lines
+from ..shared.results import read_records
 
 RESULTS = "results.jsonl"
 SUMMARY_MD = "summary.md"

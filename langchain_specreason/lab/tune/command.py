@@ -42,14 +42,13 @@ from ...config import SpecReasonConfig, config_default, judge_settings
 from ...endpoint import endpoint_pair
 from ...errors import ConfigError
 from ...serving.profiles import load_profile
+from ..bench.runner import BenchSettings, Solver
 from ..oldflags import add_old_spelling
-from .datasets import Problem, load_problems
-from .modes import DEFAULT_SD_VARIANT, Run, parse_agree_rules, parse_steps_ahead
-from .replay import ReplayEndpoint
-from .results import JsonlAppender, read_records
-from .runner import BenchSettings, Solver
-from .servers import ServerPair, ServerSource, add_server_flags, api_key_of
-from .tunegrid import (
+from ..shared.datasets import Problem, load_problems
+from ..shared.modes import DEFAULT_SD_VARIANT, Run, parse_agree_rules, parse_steps_ahead
+from ..shared.results import JsonlAppender, read_records
+from ..shared.servers import ServerPair, ServerSource, add_server_flags, api_key_of
+from .grid import (
     Choice,
     Grid,
     Measured,
@@ -59,7 +58,8 @@ from .tunegrid import (
     measured,
     wrong_counts,
 )
-from .tunereport import _evidence, _header, _plot, partial, spans
+from .replay import ReplayEndpoint
+from .report import _evidence, _header, _plot, partial, spans
 
 RESULTS = "results.jsonl"
 TUNED = "tuned.toml"

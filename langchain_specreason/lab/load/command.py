@@ -40,18 +40,18 @@ from ...chat_model import ChatSpecReason
 from ...errors import ConfigError
 from ...serving.launcher import Launcher
 from ...serving.profiles import load_profile
-from .datasets import Problem, load_problems
-from .grading import grade
-from .loadflags import DATASET, LoadPlan, build_model, make_plan
-from .loadflags import add_parser as add_parser  # `bench load`'s flags, imported from here
-from .loadflags import parse_replicas as parse_replicas
-from .loadreport import RESULTS, write_load_report
-from .loadreport import render_markdown as render_markdown
-from .loadreport import summarise as summarise
-from .meta import MetaFile
-from .prompts import build_prompt
-from .results import JsonlAppender, read_records
-from .servers import ServerPair
+from ..shared.datasets import Problem, load_problems
+from ..shared.grading import grade
+from ..shared.meta import MetaFile
+from ..shared.prompts import build_prompt
+from ..shared.results import JsonlAppender, read_records
+from ..shared.servers import ServerPair
+from .flags import DATASET, LoadPlan, build_model, make_plan
+from .flags import add_parser as add_parser  # `bench load`'s flags, imported from here
+from .flags import parse_replicas as parse_replicas
+from .report import RESULTS, write_load_report
+from .report import render_markdown as render_markdown
+from .report import summarise as summarise
 
 # -- resume -------------------------------------------------------------------------------
 
@@ -88,7 +88,7 @@ def drop_replicas(path: Path, counts: set[int]) -> int:
 
 
 class Sink(Protocol):
-    """Where result lines go (:class:`~.results.JsonlAppender`, or a list in tests)."""
+    """Where result lines go (:class:`~..shared.results.JsonlAppender`, or a list in tests)."""
 
     def write(self, record: dict[str, Any]) -> None:
         """Keep one result line."""
