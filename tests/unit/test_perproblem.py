@@ -8,7 +8,13 @@ import pytest
 
 from langchain_specreason.errors import ConfigError
 from langchain_specreason.lab.shared.datasets import Problem
-from langchain_specreason.lab.shared.perproblem import LABELS, PROBLEMS, for_each_problem
+from langchain_specreason.lab.shared.perproblem import (
+    LABELS,
+    PROBLEMS,
+    Finished,
+    for_each_problem,
+    steps_note,
+)
 from langchain_specreason.lab.shared.results import read_records
 
 PROBLEMS_ = [Problem(f"p{i}", f"What is {i}+{i}?", str(2 * i), "number") for i in range(4)]
@@ -59,3 +65,11 @@ async def test_concurrency_below_one_is_a_config_error(tmp_path):
 
     with pytest.raises(ConfigError, match="concurrency must be at least 1"):
         await for_each_problem(PROBLEMS_, tmp_path, work, concurrency=0, progress=False)
+
+
+def test_counts_and_the_progress_note_sum_steps_and_a_flag_over_the_records():
+    records = [{"steps": 3, "harmful": 1}, {"steps": 2, "harmful": 0}]
+    run = Finished(records, skipped=4, seconds=1.5)
+    assert run.counts("harmful") == (2, 4, 5, 1, 1.5)
+    assert steps_note("harmful", "harmful")(records) == "5 steps, 1 harmful"
+    assert steps_note("harmful", "base-better")([]) == "0 steps, 0 base-better"

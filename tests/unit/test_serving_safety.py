@@ -408,3 +408,12 @@ async def test_bench_helpers_send_the_key():
         ("/v1/models", f"Bearer {KEY}"),
         ("/reset_prefix_cache", f"Bearer {KEY}"),
     ]
+
+
+def test_announce_start_names_the_servers_and_their_log_folder(capsys, tmp_path):
+    from types import SimpleNamespace
+
+    from langchain_specreason.lab.shared.servers import announce_start
+
+    announce_start("bench: starting the cpu servers", SimpleNamespace(log_dir=tmp_path))  # type: ignore[arg-type]
+    assert capsys.readouterr().err == f"bench: starting the cpu servers (logs: {tmp_path})\n"

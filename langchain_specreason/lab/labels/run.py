@@ -25,7 +25,7 @@ from ...formats import PromptFormat, get_format
 from ...graph import create_specreason_graph
 from ...judges import StepContext, Verdict
 from ..shared.datasets import Problem
-from ..shared.perproblem import for_each_problem
+from ..shared.perproblem import for_each_problem, steps_note
 from ..shared.prompts import build_prompt
 from .rollout import DraftTrace, RolloutSettings, label_trace
 
@@ -175,15 +175,7 @@ async def label_problems(
         one,
         concurrency=max(1, concurrency),
         progress=progress,
-        postfix=lambda done: (
-            f"{sum(r['steps'] for r in done)} steps, {sum(r['harmful'] for r in done)} harmful"
-        ),
+        postfix=steps_note("harmful", "harmful"),
         round_seconds=2,
     )
-    return LabelRunSummary(
-        len(run.records),
-        run.skipped,
-        sum(r["steps"] for r in run.records),
-        sum(r["harmful"] for r in run.records),
-        run.seconds,
-    )
+    return LabelRunSummary(*run.counts("harmful"))

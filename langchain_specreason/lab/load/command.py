@@ -45,7 +45,7 @@ from ..shared.grading import grade
 from ..shared.meta import MetaFile
 from ..shared.prompts import build_prompt
 from ..shared.results import JsonlAppender, read_records
-from ..shared.servers import ServerPair
+from ..shared.servers import ServerPair, announce_start
 from .flags import DATASET, LoadPlan, build_model, make_plan
 from .flags import add_parser as add_parser  # `bench load`'s flags, imported from here
 from .flags import parse_replicas as parse_replicas
@@ -208,11 +208,9 @@ async def open_servers(
         return
     profile = load_profile(plan.profile)
     launcher = Launcher(profile, replicas=replicas, api_key=plan.api_key)
-    print(
-        f"bench load: starting the {profile.name} servers with {replicas} replica(s) per "
-        f"role (logs: {launcher.log_dir})",
-        file=sys.stderr,
-        flush=True,
+    announce_start(
+        f"bench load: starting the {profile.name} servers with {replicas} replica(s) per role",
+        launcher,
     )
     with launcher:
         pair = ServerPair(

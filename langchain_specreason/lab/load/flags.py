@@ -81,24 +81,17 @@ def add_parser(subparsers: Any) -> None:
         "--concurrency", type=int, help="requests in flight at most (default: all of them)"
     )
     gen = p.add_argument_group("generation")
-    gen.add_argument(
-        "--budget",
-        type=int,
-        default=LOAD_DEFAULTS["budget"],
-        help=f"token budget of a run (default: {LOAD_DEFAULTS['budget']})",
-    )
-    gen.add_argument(
-        "--step-max-tokens",
-        type=int,
-        default=LOAD_DEFAULTS["step_max_tokens"],
-        help=f"cap on one step (default: {LOAD_DEFAULTS['step_max_tokens']})",
-    )
-    gen.add_argument(
-        "--answer-max-tokens",
-        type=int,
-        default=LOAD_DEFAULTS["answer_max_tokens"],
-        help=f"cap on the answer (default: {LOAD_DEFAULTS['answer_max_tokens']})",
-    )
+    for key, what in (
+        ("budget", "token budget of a run"),
+        ("step_max_tokens", "cap on one step"),
+        ("answer_max_tokens", "cap on the answer"),
+    ):
+        gen.add_argument(
+            "--" + key.replace("_", "-"),
+            type=int,
+            default=LOAD_DEFAULTS[key],
+            help=f"{what} (default: {LOAD_DEFAULTS[key]})",
+        )
     gen.add_argument(
         "--temperature",
         type=float,

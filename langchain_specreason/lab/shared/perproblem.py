@@ -38,6 +38,23 @@ class Finished:
     """Problems already finished by an earlier run."""
     seconds: float
 
+    def counts(self, flag: str) -> tuple[int, int, int, int, float]:
+        """Problems finished, skipped, their steps, their steps marked ``flag``, seconds."""
+        return (
+            len(self.records),
+            self.skipped,
+            sum(r["steps"] for r in self.records),
+            sum(r[flag] for r in self.records),
+            self.seconds,
+        )
+
+
+def steps_note(flag: str, what: str) -> Callable[[list[dict[str, Any]]], str]:
+    """The progress bar's note: the finished problems' steps, and how many are ``flag``."""
+    return lambda done: (
+        f"{sum(r['steps'] for r in done)} steps, {sum(r[flag] for r in done)} {what}"
+    )
+
 
 async def for_each_problem(
     problems: Sequence[Problem],

@@ -188,11 +188,9 @@ class ServerSource:
         own_router = router and not self.router_url and not self.router_model
         roles: tuple[Role, ...] = ("draft", "base", "router") if own_router else ("draft", "base")
         launcher = Launcher(profile, roles=roles, api_key=self.api_key)
-        print(
-            f"bench: starting the {profile.name}{'/' + variant if variant else ''} servers "
-            f"(logs: {launcher.log_dir})",
-            file=sys.stderr,
-            flush=True,
+        announce_start(
+            f"bench: starting the {profile.name}{'/' + variant if variant else ''} servers",
+            launcher,
         )
         with launcher:
             router_url = launcher.urls.get("router") if own_router else self.router_url
@@ -238,3 +236,8 @@ async def served_router_folder(
     """The folder a router server serves, when it holds the router's ``router.json``."""
     roots = [m.get("root") for m in await served_models(router.base_url, api_key=api_key)]
     return next((Path(r) for r in roots if r and (Path(r) / ROUTER_CONFIG).is_file()), None)
+
+
+def announce_start(what: str, launcher: Launcher) -> None:
+    """Say on stderr which servers start, and the folder of their logs."""
+    print(f"{what} (logs: {launcher.log_dir})", file=sys.stderr, flush=True)

@@ -26,7 +26,7 @@ from ...judges import LikelihoodScorer
 from ...state import StepRecord
 from ..shared.datasets import Problem
 from ..shared.grading import grade
-from ..shared.perproblem import for_each_problem
+from ..shared.perproblem import for_each_problem, steps_note
 from ..shared.prompts import build_prompt
 
 
@@ -136,15 +136,6 @@ async def label_problems(
         oracle,
         concurrency=concurrency,
         progress=progress,
-        postfix=lambda done: (
-            f"{sum(r['steps'] for r in done)} steps, "
-            f"{sum(r['escalated'] for r in done)} base-better"
-        ),
+        postfix=steps_note("escalated", "base-better"),
     )
-    return LabelSummary(
-        len(run.records),
-        run.skipped,
-        sum(r["steps"] for r in run.records),
-        sum(r["escalated"] for r in run.records),
-        run.seconds,
-    )
+    return LabelSummary(*run.counts("escalated"))
