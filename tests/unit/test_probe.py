@@ -4,11 +4,13 @@ prompts file, what the decode measurement sends, and tune's `--probe` skip (no s
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from langchain_specreason.endpoint import ChatRequest, Completion
 from langchain_specreason.errors import ConfigError
+from langchain_specreason.lab.bench.tune import Grid, _probed
 from langchain_specreason.lab.probe import report
 from langchain_specreason.lab.probe.ceilings import (
     Measured,
@@ -23,8 +25,7 @@ from langchain_specreason.lab.probe.ceilings import (
 from langchain_specreason.lab.probe.command import concurrencies
 from langchain_specreason.lab.probe.judging import Judged, JudgeSample
 from langchain_specreason.lab.probe.prompts import BUILTIN, load_prompts
-from langchain_specreason.lab.probe.speeds import Decode, Prefill, decode
-from langchain_specreason.lab.tune.command import Grid, _probed
+from langchain_specreason.lab.probe.speeds import Decode, Prefill, decode, fastest
 
 from .fakes import ScriptedEndpoint
 
@@ -84,15 +85,33 @@ def test_no_agreement_ceiling_without_a_batch_large_enough():
 
 
 def test_verdict_against_sd_names_what_beats_it_and_says_tune_is_worth_it():
-    said = verdict(ceilings(HAND))
+    # 1.875 is 4.2% above sd's 1.8: it beats it with a 3% band (the default band is below)
+    said = verdict(ceilings(HAND), noise=0.03)
     assert (said.reference, said.reference_speedup) == ("sd", pytest.approx(1.8))
-    assert said.above_reference == ("judge_full",)  # 1.875 > 1.8; nothing else is
+    assert said.above_reference == ("judge_full",)  # 1.875 > 1.8 * 1.03; nothing else is
     assert "agree_k1" in said.above_base and "judge_sd_measured" in said.above_base
     assert "agree_sd_k2" not in said.above_base  # 0.844
     assert said.tune_worth
     text = report.verdict_text(said, "specreason tune --probe x")
-    assert "can beat sd (1.80x the base): judge, every step accepted" in text
+    assert text.startswith(
+        "can beat sd (1.80x the base) by more than the probe's noise (\u00b13%): "
+        "judge, every step accepted (1.88x)."
+    )
     assert "tune is worth running" in text and "specreason tune --probe x" in text
+
+
+def test_verdict_with_the_default_band_says_a_4_percent_edge_is_within_the_noise():
+    said = verdict(ceilings(HAND))  # no spread measured: the 10% floor
+    assert said.noise == pytest.approx(0.10) and said.spread is None
+    assert said.above_reference == () and said.within_noise_of_reference == ("judge_full",)
+    assert not said.tune_worth
+    text = report.verdict_text(said, "specreason tune --probe x")
+    assert text.startswith(
+        "no ceiling clearly beats sd (1.80x the base): judge, every step accepted (1.88x) is "
+        "within the probe's noise (\u00b110%, the floor; no spread over repeats was recorded) "
+        "of sd's 1.80x."
+    )
+    assert "use sd alone, or run tune only to confirm:\n  specreason tune --probe x" in text
 
 
 def test_verdict_says_use_sd_when_no_ceiling_beats_it():
@@ -111,7 +130,10 @@ def test_without_sd_or_with_a_slow_sd_the_reference_is_the_base():
     assert (said.reference, said.reference_speedup) == ("base", 1.0)
     assert said.tune_worth and "judge_full" in said.above_reference
     text = report.verdict_text(said, "specreason tune", sd_measured=False)
-    assert text.startswith("can beat the base model (sd not measured: no sd server given): ")
+    assert text.startswith(
+        "can beat the base model (sd not measured: no sd server given) by more than the "
+        "probe's noise"
+    )
     slow_sd = Measured(HAND.draft_step_s, HAND.base_step_s, {1: 0.5, 2: 0.5}, 30.0, 2.7, 0.8)
     assert verdict(ceilings(slow_sd)).reference == "base"
     # a draft as slow as the base: nothing beats the base, tune is not worth it
@@ -121,14 +143,23 @@ def test_without_sd_or_with_a_slow_sd_the_reference_is_the_base():
 
 
 def _summary(tmp_path):
+    # two repeats of each measurement, the slower one 2% slower: each server spreads 2%
     decodes = {
-        role: [Decode(n, steps[n], 0.1, 1.0, 16 * n) for n in sorted(steps)]
+        role: [
+            fastest(
+                [
+                    Decode(n, steps[n], 0.1, 1.0, 16 * n),
+                    Decode(n, steps[n] * 1.02, 0.1, 1.0, 16 * n),
+                ]
+            )
+            for n in sorted(steps)
+        ]
         for role, steps in (("draft", HAND.draft_step_s), ("base", HAND.base_step_s))
     }
     cold, cached = Prefill(500, 0, 2.0), Prefill(500, 384, 0.5)
     judged = [Judged(30, True, 2.7, 200, 128)] * 4 + [Judged(30, False, 2.7, 200, 128)]
     sample = JudgeSample.of("arithmetic+likelihood", judged)
-    found = ceilings(HAND)
+    found = ceilings(replace(HAND, spread={role: ds[0].spread for role, ds in decodes.items()}))
     doc = report.summary(
         {"judge": "arithmetic+likelihood", "seconds": 1.0},
         decodes,
@@ -148,8 +179,11 @@ def test_summary_json_schema(tmp_path):
     assert tuple(back) == report.TOP_KEYS and back["schema"] == report.SCHEMA == 1
     assert set(back["decode"]) == {"draft", "base"}
     assert set(back["decode"]["base"][0]) == {
-        "concurrency", "step_s", "tok_s", "aggregate_tok_s", "ttft_s", "wall_s", "tokens"
+        "concurrency", "step_s", "tok_s", "aggregate_tok_s", "ttft_s", "wall_s", "tokens",
+        "repeats", "step_s_slowest", "spread",
     }  # fmt: skip
+    assert back["decode"]["base"][0]["repeats"] == 2
+    assert back["decode"]["base"][0]["spread"] == pytest.approx(0.02)
     assert back["decode"]["base"][-1]["aggregate_tok_s"] == pytest.approx(8 / 0.9)
     assert set(back["prefill"]["base"]) == {"cold", "cached"}
     assert back["prefill"]["base"]["cached"] == {
@@ -165,7 +199,10 @@ def test_summary_json_schema(tmp_path):
         "mean_prompt_tokens": 200.0,
     }
     c = back["ceilings"]
-    assert set(c) == {"c", "v", "r", "c_sd", "v_sd", "named", "agree", "agree_sd"}
+    assert set(c) == {
+        "c", "v", "r", "c_sd", "v_sd", "named", "agree", "agree_sd", "spread", "noise"
+    }  # fmt: skip
+    assert c["spread"] == pytest.approx(0.04) and c["noise"] == pytest.approx(0.10)
     assert set(c["named"]) == {
         "judge_full", "judge_measured", "agree_k1", "agree_k2", "sd", "judge_sd_full",
         "judge_sd_measured", "agree_sd_k1", "agree_sd_k2",
@@ -173,11 +210,16 @@ def test_summary_json_schema(tmp_path):
     assert c["agree"]["k2"] == {"n": 4, "speedup": pytest.approx(9 / 7)}
     assert set(back["verdict"]) == {
         "reference", "reference_speedup", "above_reference", "above_base", "tune_worth",
-        "tune_command", "text",
+        "tune_command", "text", "noise", "spread", "within_noise_of_reference",
+        "within_noise_of_base", "tune_kinds",
     }  # fmt: skip
-    assert back["verdict"]["tune_worth"] is True
+    # 1.875 is within 10% of sd's 1.8 (the floor: the repeats spread 4% in all)
+    assert back["verdict"]["tune_worth"] is False
+    assert back["verdict"]["within_noise_of_reference"] == ["judge_full"]
+    assert "the floor; the repeats spread 4%" in back["verdict"]["text"]
     assert back["tune"] == {
         "reference": pytest.approx(1.8),
+        "noise": pytest.approx(0.10),
         "judge": "arithmetic+likelihood",
         "plain": {"measured_judge": pytest.approx(1.875), "any_judge": pytest.approx(3.0)},
         "sd": {

@@ -38,10 +38,32 @@ is still against the plain base.
 
 **Token SD** (``sd``): ``t_b / t_s``, measured directly.
 
+**Noise band.** Every speed above is measured, and so is its noise: each decode measurement
+runs ``--repeats`` times, the fastest is kept and the slowest is recorded
+(:attr:`.speeds.Decode.spread`: slowest step over fastest, minus 1). A ceiling and its
+reference are ratios of these speeds, whose relative errors add (to first order), so the
+probe's *measured* noise is the sum of the one-stream spreads of the servers measured (draft,
+base, ``sd``). The band is the larger of that and :data:`NOISE_FLOOR` (10%). The floor
+stays whatever the repeats say, because: the default two repeats (one with ``--quick``) do
+not estimate a spread; the judge's time is measured once, not repeated; the same bound on the
+``cpu`` pair read 1.95x in one probe and 2.02x in another (3.5%, between runs, larger than
+the spread within a run); and a ceiling leaves out prefill and overhead, so a real run falls
+below it and a ceiling needs a clear edge to mean a win. The batch measurements' spreads
+(``N > 1``) are recorded in ``summary.json`` but not added: the band is one number for the
+whole probe.
+
+A ceiling *beats* a reference (:func:`beats`) only when it is above it by more than the
+band: ``ceiling > reference * (1 + noise)``. One above the reference by less is *within the
+noise*: the probe cannot tell it from the reference.
+
 **Verdict** (:func:`verdict`): the reference is ``sd`` when measured and faster than the
-base, else the base (1.0). A ceiling at most the reference cannot win there. ``tune`` is
-worth running when a kind of setting it searches (judge-based at full acceptance, on either
-base server, or agreement at the highest ``k``) has a ceiling above the reference.
+base, else the base (1.0). ``tune`` is worth running when a kind of setting it searches
+beats the reference (:data:`TUNED_KINDS`). Judge-based settings are read at full acceptance
+(every step accepted, on either base server), not at the probe's measured acceptance: tune's
+thresholds move the acceptance, and every step accepted is the bound of every threshold; the
+verdict's text gives the measured-acceptance ceiling beside it. Agreement is read at the
+highest ``k``. When no searched kind beats the reference but one is within the noise, the
+verdict says so, and that a tune run would only confirm it.
 """
 
 from __future__ import annotations
@@ -57,6 +79,9 @@ from ...judges.registry import parse_judge
 
 AGREE_K: tuple[int, ...] = (1, 2)
 """The agreeing steps per round the agreement ceilings are computed at."""
+
+NOISE_FLOOR = 0.10
+"""The least relative noise band of a verdict (see the module's docstring)."""
 
 
 def cost_ratio(draft_step_s: float, base_step_s: float) -> float:
@@ -121,6 +146,25 @@ class Measured:
     acceptance: float | None = None
     sd_judge_s: float | None = None
     """Mean seconds of a judge call on the ``sd`` base server."""
+    spread: Mapping[str, float | None] | None = None
+    """Server (``draft``, ``base``, ``sd``) -> the relative spread of its one-stream decode
+    step over the repeats (:attr:`.speeds.Decode.spread`; ``None``: not known)."""
+
+
+def measured_noise(spread: Mapping[str, float | None] | None) -> float | None:
+    """The sum of the known one-stream spreads (``None`` when none is known)."""
+    known = [s for s in (spread or {}).values() if s is not None]
+    return sum(known) if known else None
+
+
+def noise_band(measured: float | None, floor: float = NOISE_FLOOR) -> float:
+    """The verdict's relative noise: the larger of the measured noise and ``floor``."""
+    return max(floor, measured or 0.0)
+
+
+def beats(value: float, reference: float, noise: float) -> bool:
+    """True when ``value`` is above ``reference`` by more than the relative ``noise``."""
+    return value > reference * (1.0 + noise)
 
 
 @dataclass(frozen=True)
@@ -139,6 +183,10 @@ class Ceilings:
     judge_sd_full: float | None = None
     judge_sd_measured: float | None = None
     agree_sd: dict[int, Agreement] = field(default_factory=dict)
+    spread: float | None = None
+    """The probe's measured noise (:func:`measured_noise`; ``None``: not known)."""
+    noise: float = NOISE_FLOOR
+    """The verdict's noise band (:func:`noise_band`)."""
 
     def named(self) -> dict[str, float]:
         """Every measured ceiling by its name in the table and ``summary.json``."""
@@ -158,6 +206,8 @@ def ceilings(m: Measured) -> Ceilings:
     """The ceilings that follow from ``m`` (see the module's docstring)."""
     t_d, t_b = m.draft_step_s[1], m.base_step_s[1]
     c = cost_ratio(t_d, t_b)
+    spread = measured_noise(m.spread)
+    noise = noise_band(spread)
     v = r = full = at_measured = None
     if m.judge_s is not None and m.step_tokens:
         v = judge_share(m.judge_s, m.step_tokens, t_b)
@@ -169,7 +219,7 @@ def ceilings(m: Measured) -> Ceilings:
         k: a for k in AGREE_K if (a := agreement_ceiling(k, t_d, m.base_step_s, t_b)) is not None
     }
     if not m.sd_step_s or 1 not in m.sd_step_s:
-        return Ceilings(c, v, r, full, at_measured, agree)
+        return Ceilings(c, v, r, full, at_measured, agree, spread=spread, noise=noise)
     t_s = m.sd_step_s[1]
     sd, c_sd = t_b / t_s, cost_ratio(t_d, t_s)
     v_sd = sd_full = sd_measured = None
@@ -182,7 +232,20 @@ def ceilings(m: Measured) -> Ceilings:
         k: a for k in AGREE_K if (a := agreement_ceiling(k, t_d, m.sd_step_s, t_b)) is not None
     }
     return Ceilings(
-        c, v, r, full, at_measured, agree, sd, c_sd, v_sd, sd_full, sd_measured, agree_sd
+        c,
+        v,
+        r,
+        full,
+        at_measured,
+        agree,
+        sd,
+        c_sd,
+        v_sd,
+        sd_full,
+        sd_measured,
+        agree_sd,
+        spread=spread,
+        noise=noise,
     )
 
 
@@ -198,20 +261,54 @@ class Verdict:
     """``sd`` or ``base``: the speed to beat."""
     reference_speedup: float
     above_reference: tuple[str, ...]
+    """The ceilings that beat the reference by more than :attr:`noise`."""
     above_base: tuple[str, ...]
+    """The ceilings that beat the base (1.0) by more than :attr:`noise`."""
     tune_worth: bool
+    noise: float = NOISE_FLOOR
+    """The relative noise band the comparisons used."""
+    spread: float | None = None
+    """The probe's measured noise, if known (the band is the larger of it and the floor)."""
+    within_noise_of_reference: tuple[str, ...] = ()
+    """The ceilings above the reference by at most :attr:`noise`: not told from it."""
+    within_noise_of_base: tuple[str, ...] = ()
+    """The same against the base."""
+    tune_kinds: tuple[str, ...] = ()
+    """The measured ceilings of :data:`TUNED_KINDS` the ``tune`` rule read (the judge's at
+    every step accepted)."""
+    named: Mapping[str, float] = field(default_factory=dict)
+    """Every measured ceiling (:meth:`Ceilings.named`), for the verdict's text."""
+    acceptance: float | None = None
+    """The judge's measured acceptance (``None``: no step judged)."""
 
 
-def verdict(c: Ceilings) -> Verdict:
-    """The rule in the module's docstring."""
+def verdict(c: Ceilings, noise: float | None = None) -> Verdict:
+    """The rule in the module's docstring (``noise``: the band, default ``c.noise``)."""
+    band = c.noise if noise is None else noise
     named = c.named()
     ref, ref_speed = ("sd", c.sd) if c.sd is not None and c.sd > 1.0 else ("base", 1.0)
     assert ref_speed is not None
     others = {n: s for n, s in named.items() if n != "sd"}
-    above_ref = tuple(n for n, s in others.items() if s > ref_speed)
-    above_base = tuple(n for n, s in others.items() if s > 1.0)
-    worth = any(named.get(kind, 0.0) > ref_speed for kind in TUNED_KINDS)
-    return Verdict(ref, ref_speed, above_ref, above_base, worth)
+    above_ref = tuple(n for n, s in others.items() if beats(s, ref_speed, band))
+    near_ref = tuple(n for n, s in others.items() if ref_speed < s and n not in above_ref)
+    above_base = tuple(n for n, s in others.items() if beats(s, 1.0, band))
+    near_base = tuple(n for n, s in others.items() if 1.0 < s and n not in above_base)
+    kinds = tuple(kind for kind in TUNED_KINDS if kind in named)
+    worth = any(beats(named[kind], ref_speed, band) for kind in kinds)
+    return Verdict(
+        ref,
+        ref_speed,
+        above_ref,
+        above_base,
+        worth,
+        noise=band,
+        spread=c.spread,
+        within_noise_of_reference=near_ref,
+        within_noise_of_base=near_base,
+        tune_kinds=kinds,
+        named=named,
+        acceptance=None if c.r is None else 1.0 - c.r,
+    )
 
 
 # --- what `specreason tune --probe FILE` reads --------------------------------------------
@@ -221,10 +318,12 @@ def tune_table(c: Ceilings, judge: str) -> dict[str, Any]:
     """The ``tune`` section of ``summary.json``: a candidate's ceiling, by base server.
 
     ``measured_judge``: the probe's judge at full acceptance; ``any_judge``: ``1 / c``, the
-    bound of every judge (``v = r = 0``; the same on an ``sd`` base: ``sd / c' = 1 / c``).
+    bound of every judge (``v = r = 0``; the same on an ``sd`` base: ``sd / c' = 1 / c``);
+    ``noise``: the verdict's band (absent from older files: :data:`NOISE_FLOOR` then).
     """
     return {
         "reference": verdict(c).reference_speedup,
+        "noise": c.noise,
         "judge": judge,
         "plain": {"measured_judge": c.judge_full, "any_judge": 1.0 / c.c},
         "sd": {"measured_judge": c.judge_sd_full, "any_judge": 1.0 / c.c},
@@ -262,3 +361,18 @@ def candidate_ceiling(table: Mapping[str, Any], judge: str, on_sd: bool) -> floa
 def below_reference(table: Mapping[str, Any], judge: str, on_sd: bool) -> bool:
     """True when the setting's ceiling is at most the probe's reference: it cannot win."""
     return candidate_ceiling(table, judge, on_sd) <= float(table["reference"])
+
+
+def table_noise(table: Mapping[str, Any]) -> float:
+    """The noise band of a probe's ``tune`` table (:data:`NOISE_FLOOR` in older files)."""
+    return float(table.get("noise", NOISE_FLOOR))
+
+
+def clearly_above_reference(table: Mapping[str, Any], judge: str, on_sd: bool) -> bool:
+    """True when the setting's ceiling beats the reference by more than the probe's noise.
+
+    The verdict's rule for one setting; a skip rule of ``not clearly_above_reference`` would
+    skip the settings within the noise too, not only those that cannot win.
+    """
+    ceiling = candidate_ceiling(table, judge, on_sd)
+    return beats(ceiling, float(table["reference"]), table_noise(table))

@@ -31,8 +31,8 @@ from ...formats import PromptFormat, get_format
 from ...judges import make_judge
 from ...judges.registry import judge_specs, parse_judge
 from ...serving.profiles import load_profile
-from ..shared.modes import DEFAULT_SD_VARIANT
-from ..shared.servers import ServerSource, add_server_flags, api_key_of
+from ..bench.modes import DEFAULT_SD_VARIANT
+from ..bench.servers import ServerSource, add_server_flags, api_key_of
 from . import report
 from .ceilings import Measured, ceilings, verdict
 from .judging import Drafted, JudgeSample, draft_steps, judge_steps
@@ -254,6 +254,7 @@ async def run_probe(args: argparse.Namespace) -> int:
         judge_s=base_sample.mean_s if base_sample.steps else None,
         acceptance=base_sample.acceptance,
         sd_judge_s=judges["sd"].mean_s if "sd" in judges and judges["sd"].steps else None,
+        spread={role: ds[0].spread for role, ds in decodes.items()},  # ds[0]: one stream
     )
     found = ceilings(measured)
     said = verdict(found)

@@ -8,23 +8,43 @@
     prefill    {"draft"|"base"|"sd": {"cold": Prefill.as_dict(), "cached": ...}}
     judge      {"base"|"sd": JudgeSample.as_dict()}
     ceilings   {"c", "v", "r", "c_sd", "v_sd", "named": {name: speed-up},
-                "agree": {"k1": {"n", "speedup"}, ...}, "agree_sd": {...}}
+                "agree": {"k1": {"n", "speedup"}, ...}, "agree_sd": {...},
+                "spread", "noise"}
     verdict    {"reference", "reference_speedup", "above_reference", "above_base",
-                "tune_worth", "tune_command", "text"}
+                "tune_worth", "tune_command", "text", "noise", "spread",
+                "within_noise_of_reference", "within_noise_of_base", "tune_kinds"}
     tune       what `specreason tune --probe FILE` reads (ceilings.tune_table)
 
 A server that was not measured (``sd`` without an ``sd`` server) is absent from ``decode``,
 ``prefill`` and ``judge``; a ceiling that was not computed is absent from ``named``.
+
+The noise band (:mod:`.ceilings`) added fields and changed no name: each decode row's
+``repeats``, ``step_s_slowest`` and ``spread``; the ceilings' and the verdict's ``spread``
+and ``noise`` (the band); the verdict's ``within_noise_of_reference``,
+``within_noise_of_base`` and ``tune_kinds``; the tune table's ``noise``. ``above_reference``
+and ``above_base`` now hold the ceilings that beat by more than the band. A file written
+before the band lacks them; :func:`rebuild` recomputes its ceilings, verdict and tune table
+from its measurements (the band is then the floor: no spread was recorded).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .ceilings import Ceilings, Verdict, tune_table
+from .ceilings import (
+    NOISE_FLOOR,
+    Ceilings,
+    Measured,
+    Verdict,
+    beats,
+    ceilings,
+    tune_table,
+    verdict,
+)
 from .judging import JudgeSample
 from .speeds import Decode, Prefill
 
@@ -48,21 +68,109 @@ LABELS: dict[str, str] = {
 """How each ceiling is named on the terminal and in the plot."""
 
 
+def noise_text(v: Verdict) -> str:
+    """The band and where it comes from, e.g. ``±10%, the floor; the repeats spread 4%``."""
+    band = f"\u00b1{v.noise:.0%}"
+    if v.spread is not None and math.isclose(v.noise, v.spread):
+        return f"{band}, the spread over the probe's repeats"
+    if not math.isclose(v.noise, NOISE_FLOOR):
+        return band
+    if v.spread is None:
+        return f"{band}, the floor; no spread over repeats was recorded"
+    return f"{band}, the floor; the repeats spread {v.spread:.0%}"
+
+
+def _listed(v: Verdict, names: Sequence[str]) -> str:
+    return "; ".join(
+        f"{LABELS[n]} ({v.named[n]:.2f}x)" if n in v.named else LABELS[n] for n in names
+    )
+
+
 def verdict_text(v: Verdict, tune_command: str, sd_measured: bool = True) -> str:
-    """The plain verdict: what can beat the reference, and whether to run ``tune``."""
+    """The plain verdict: what beats the reference, the judge ceiling read, whether to tune.
+
+    "Beats" means by more than the noise band (:func:`.ceilings.beats`).
+    """
     ref = "the base model" + ("" if sd_measured else " (sd not measured: no sd server given)")
+    its = "the base's 1.00x"
     if v.reference == "sd":
         ref = f"sd ({v.reference_speedup:.2f}x the base)"
+        its = f"sd's {v.reference_speedup:.2f}x"
+    noise = f"the probe's noise ({noise_text(v)})"
+    near = v.within_noise_of_reference
     if v.above_reference:
-        beats = f"can beat {ref}: " + "; ".join(LABELS[n] for n in v.above_reference)
+        lines = [f"can beat {ref} by more than {noise}: {_listed(v, v.above_reference)}."]
+        if near:
+            lines.append(f"Within the noise of {its}: {_listed(v, near)}.")
+    elif near:
+        verb = "is" if len(near) == 1 else "are"
+        lines = [
+            f"no ceiling clearly beats {ref}: {_listed(v, near)} {verb} within {noise} of {its}."
+        ]
     else:
-        beats = f"no step speculation can beat {ref} on this pair, even at its ceiling"
+        lines = [f"no step speculation can beat {ref} on this pair, even at its ceiling."]
+    full, measured = v.named.get("judge_full"), v.named.get("judge_measured")
+    if full is not None:
+        judge = (
+            f"The judge is read at every step accepted ({full:.2f}x on the plain base; the bound "
+            "of any threshold tune tries)"
+        )
+        if measured is not None and v.acceptance is not None:
+            won = beats(measured, v.reference_speedup, v.noise)
+            clear = "clearly beats" if won else "does not clearly beat"
+            judge += (
+                f", not at the measured acceptance ({v.acceptance:.0%}: {measured:.2f}x, which "
+                f"{clear} {its})"
+            )
+        lines.append(judge + ".")
+    searched = [k for k in v.tune_kinds if k in near]
     if v.tune_worth:
-        return f"{beats}.\ntune is worth running:\n  {tune_command}"
-    return (
-        f"{beats}.\ntune is not worth running here: its settings cannot beat {v.reference}; "
-        f"use {v.reference} alone."
-    )
+        lines.append(f"tune is worth running:\n  {tune_command}")
+    elif searched:
+        lines.append(
+            f"tune is not worth running: no setting it searches clearly beats {v.reference}; "
+            f"use {v.reference} alone, or run tune only to confirm:\n  {tune_command}"
+        )
+    else:
+        lines.append(
+            f"tune is not worth running here: its settings cannot beat {v.reference}; "
+            f"use {v.reference} alone."
+        )
+    return "\n".join(lines)
+
+
+def ceilings_section(c: Ceilings) -> dict[str, Any]:
+    """The ``ceilings`` section of ``summary.json``."""
+    return {
+        "c": c.c,
+        "v": c.v,
+        "r": c.r,
+        "c_sd": c.c_sd,
+        "v_sd": c.v_sd,
+        "named": c.named(),
+        "agree": {f"k{k}": {"n": a.n, "speedup": a.speedup} for k, a in c.agree.items()},
+        "agree_sd": {f"k{k}": {"n": a.n, "speedup": a.speedup} for k, a in c.agree_sd.items()},
+        "spread": c.spread,
+        "noise": c.noise,
+    }
+
+
+def verdict_section(v: Verdict, tune_command: str, sd_measured: bool) -> dict[str, Any]:
+    """The ``verdict`` section of ``summary.json``."""
+    return {
+        "reference": v.reference,
+        "reference_speedup": v.reference_speedup,
+        "above_reference": list(v.above_reference),
+        "above_base": list(v.above_base),
+        "tune_worth": v.tune_worth,
+        "tune_command": tune_command,
+        "text": verdict_text(v, tune_command, sd_measured),
+        "noise": v.noise,
+        "spread": v.spread,
+        "within_noise_of_reference": list(v.within_noise_of_reference),
+        "within_noise_of_base": list(v.within_noise_of_base),
+        "tune_kinds": list(v.tune_kinds),
+    }
 
 
 def summary(
@@ -84,40 +192,76 @@ def summary(
             for role, (cold, cached) in prefill.items()
         },
         "judge": {role: sample.as_dict() for role, sample in judge.items()},
-        "ceilings": {
-            "c": c.c,
-            "v": c.v,
-            "r": c.r,
-            "c_sd": c.c_sd,
-            "v_sd": c.v_sd,
-            "named": c.named(),
-            "agree": {f"k{k}": {"n": a.n, "speedup": a.speedup} for k, a in c.agree.items()},
-            "agree_sd": {f"k{k}": {"n": a.n, "speedup": a.speedup} for k, a in c.agree_sd.items()},
-        },
-        "verdict": {
-            "reference": v.reference,
-            "reference_speedup": v.reference_speedup,
-            "above_reference": list(v.above_reference),
-            "above_base": list(v.above_base),
-            "tune_worth": v.tune_worth,
-            "tune_command": tune_command,
-            "text": verdict_text(v, tune_command, c.sd is not None),
-        },
+        "ceilings": ceilings_section(c),
+        "verdict": verdict_section(v, tune_command, c.sd is not None),
         "tune": tune_table(c, str(probe.get("judge", ""))),
     }
 
 
+def measured_of(doc: Mapping[str, Any]) -> Measured:
+    """The measurements of a ``summary.json`` document, as the ceilings read them.
+
+    A decode row without ``spread`` (written before the noise band) has no known spread.
+    """
+    decode = doc["decode"]
+    steps = {
+        role: {row["concurrency"]: row["step_s"] for row in rows} for role, rows in decode.items()
+    }
+    spread = {
+        role: next((row.get("spread") for row in rows if row["concurrency"] == 1), None)
+        for role, rows in decode.items()
+    }
+    judges = doc.get("judge", {})
+    base, sd = judges.get("base"), judges.get("sd")
+    return Measured(
+        draft_step_s=steps["draft"],
+        base_step_s=steps["base"],
+        sd_step_s=steps.get("sd"),
+        step_tokens=(base["mean_step_tokens"] or None) if base else None,
+        judge_s=base["mean_s"] if base and base["steps"] else None,
+        acceptance=base["acceptance"] if base else None,
+        sd_judge_s=sd["mean_s"] if sd and sd["steps"] else None,
+        spread=spread,
+    )
+
+
+def rebuild(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """``doc`` with its ceilings, verdict and tune table computed again from its measurements.
+
+    Reads files written before the noise band as well (their band is the floor); the
+    measurements, the run's settings and the key order are kept.
+    """
+    out = dict(doc)
+    c = ceilings(measured_of(doc))
+    command = str(doc.get("verdict", {}).get("tune_command", "specreason tune"))
+    out["ceilings"] = ceilings_section(c)
+    out["verdict"] = verdict_section(verdict(c), command, c.sd is not None)
+    out["tune"] = tune_table(c, str(doc.get("probe", {}).get("judge", "")))
+    return out
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    """A ``summary.json`` document, rebuilt (:func:`rebuild`)."""
+    return rebuild(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
 def table(doc: Mapping[str, Any]) -> str:
     """The terminal report of a ``summary.json`` document."""
-    lines = ["decode (greedy, fixed length; one stream's tokens/s, all streams', batch cost)"]
-    lines.append(f"  {'server':<6} {'streams':>7} {'tok/s':>8} {'all tok/s':>10} {'batch':>7}")
+    lines = [
+        "decode (greedy, fixed length; one stream's tokens/s, all streams', batch cost, "
+        "spread: slowest repeat over fastest)"
+    ]
+    lines.append(
+        f"  {'server':<6} {'streams':>7} {'tok/s':>8} {'all tok/s':>10} {'batch':>7} {'spread':>7}"
+    )
     for role, rows in doc["decode"].items():
         one = rows[0]["step_s"] if rows and rows[0]["concurrency"] == 1 else None
         for row in rows:
             batch = f"{row['step_s'] / one:.2f}x" if one else "-"
+            spread = "-" if row.get("spread") is None else f"{row['spread']:.0%}"
             lines.append(
                 f"  {role:<6} {row['concurrency']:>7} {row['tok_s']:>8.2f} "
-                f"{row['aggregate_tok_s']:>10.2f} {batch:>7}"
+                f"{row['aggregate_tok_s']:>10.2f} {batch:>7} {spread:>7}"
             )
     lines.append("prefill (one request, one token out)")
     for role, pair in doc["prefill"].items():
@@ -138,6 +282,8 @@ def table(doc: Mapping[str, Any]) -> str:
     c = doc["ceilings"]
     parts = [f"c = {c['c']:.3f}"]
     parts += [f"{k} = {c[k]:.3f}" for k in ("v", "r", "c_sd", "v_sd") if c[k] is not None]
+    if c.get("noise") is not None:
+        parts.append(f"noise band \u00b1{c['noise']:.0%}")
     lines.append("ceilings (speed-up against the base alone; " + ", ".join(parts) + ")")
     for name, value in c["named"].items():
         n = (c["agree_sd"] if name.startswith("agree_sd") else c["agree"]).get(
@@ -174,6 +320,13 @@ def plot(doc: Mapping[str, Any], path: Path) -> None:
     left.axvline(1.0, color="tab:gray", linestyle="--", label="base")
     if "sd" in named:
         left.axvline(named["sd"], color="tab:green", linestyle="--", label="sd (measured)")
+    v = doc["verdict"]
+    if v.get("noise") is not None:  # absent from files written before the band
+        ref = float(v["reference_speedup"])
+        left.axvspan(
+            ref, ref * (1.0 + v["noise"]), color="tab:orange", alpha=0.15,
+            label=f"within the noise (\u00b1{v['noise']:.0%}) of {v['reference']}",
+        )  # fmt: skip
     left.set_xlabel("speed-up ceiling against the base alone")
     left.invert_yaxis()
     left.legend(fontsize=7)
@@ -190,7 +343,6 @@ def plot(doc: Mapping[str, Any], path: Path) -> None:
     right.set_ylabel("decode step / one stream's")
     right.set_xscale("log", base=2)
     right.legend(fontsize=7)
-    v = doc["verdict"]
     fig.suptitle(
         f"specreason probe: ceilings beside the reference ({v['reference']}, "
         f"{v['reference_speedup']:.2f}x); tune worth running: {'yes' if v['tune_worth'] else 'no'}",
