@@ -10,7 +10,6 @@ import pytest
 
 from langchain_specreason.endpoint import ChatRequest, Completion
 from langchain_specreason.errors import ConfigError
-from langchain_specreason.lab.bench.tune import Grid, _probed
 from langchain_specreason.lab.probe import report
 from langchain_specreason.lab.probe.ceilings import (
     Measured,
@@ -26,6 +25,7 @@ from langchain_specreason.lab.probe.command import concurrencies
 from langchain_specreason.lab.probe.judging import Judged, JudgeSample
 from langchain_specreason.lab.probe.prompts import BUILTIN, load_prompts
 from langchain_specreason.lab.probe.speeds import Decode, Prefill, decode, fastest
+from langchain_specreason.lab.tune.command import Grid, _probed
 
 from .fakes import ScriptedEndpoint
 

@@ -31,8 +31,8 @@ from ...formats import PromptFormat, get_format
 from ...judges import make_judge
 from ...judges.registry import judge_specs, parse_judge
 from ...serving.profiles import load_profile
-from ..bench.modes import DEFAULT_SD_VARIANT
-from ..bench.servers import ServerSource, add_server_flags, api_key_of
+from ..shared.modes import DEFAULT_SD_VARIANT
+from ..shared.servers import ServerSource, add_server_flags, api_key_of
 from . import report
 from .ceilings import Measured, ceilings, verdict
 from .judging import Drafted, JudgeSample, draft_steps, judge_steps
