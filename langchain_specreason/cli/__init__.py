@@ -129,20 +129,26 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-dir", help="where server logs go")
     serve.add_argument("--list", action="store_true", help="list profiles and exit")
 
-    for name, module, helptext in TOOLS:
+    for name, module, _runner, helptext in TOOLS:
         _add_tool(sub, name, module, helptext)
     return parser
 
 
-TOOLS: tuple[tuple[str, str, str], ...] = (
-    ("demo", "langchain_specreason.cli.demo", "the demo"),
-    ("bench", "langchain_specreason.lab.bench.command", "the benchmark"),
-    ("arbitrage", "langchain_specreason.lab.training.command", "the Arbitrage router"),
-    ("label", "langchain_specreason.lab.labels.command", "step labelling"),
-    ("tune", "langchain_specreason.lab.tune.command", "tuning a setting for your pair"),
-    ("probe", "langchain_specreason.lab.probe.command", "probing whether speculation can pay"),
+TOOLS: tuple[tuple[str, str, str, str], ...] = (
+    ("demo", "langchain_specreason.cli.demo", "run_demo", "the demo"),
+    ("bench", "langchain_specreason.lab.bench.command", "run", "the benchmark"),
+    ("arbitrage", "langchain_specreason.lab.training.command", "run", "the Arbitrage router"),
+    ("label", "langchain_specreason.lab.labels.command", "run", "step labelling"),
+    ("tune", "langchain_specreason.lab.tune.command", "run_tune", "tuning a setting for your pair"),
+    (
+        "probe",
+        "langchain_specreason.lab.probe.command",
+        "run_probe",
+        "probing whether speculation can pay",
+    ),
 )
-"""Subcommands whose modules need extras: (name, module with ``add_parser``, what it is)."""
+"""Subcommands whose modules need extras: (name, module with ``add_parser``, its async runner
+of the parsed arguments, what it is)."""
 
 
 def _add_tool(sub: Any, name: str, module: str, what: str) -> None:
@@ -195,35 +201,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    """Run the parsed subcommand (its modules are imported here, with their extras)."""
+    """Run the parsed subcommand (a tool's module is imported here, with its extras)."""
+    import importlib
+
     if args.command == "models":
         return _models(args)
     if args.command == "serve":
         return _serve(args)
-    if args.command == "demo":
-        from .demo import run_demo
-
-        return asyncio.run(run_demo(args))
-    if args.command == "bench":
-        from ..lab.bench.command import run as run_bench
-
-        return asyncio.run(run_bench(args))
-    if args.command == "arbitrage":
-        from ..lab.training.command import run as run_arbitrage
-
-        return asyncio.run(run_arbitrage(args))
-    if args.command == "tune":
-        from ..lab.tune.command import run_tune
-
-        return asyncio.run(run_tune(args))
-    if args.command == "probe":
-        from ..lab.probe.command import run_probe
-
-        return asyncio.run(run_probe(args))
-    if args.command == "label":
-        from ..lab.labels.command import run as run_label
-
-        return asyncio.run(run_label(args))
+    for name, module, runner, _what in TOOLS:
+        if args.command == name:
+            status: int = asyncio.run(getattr(importlib.import_module(module), runner)(args))
+            return status
     return 0
 
 
