@@ -9,56 +9,20 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 
 import pytest
 
 from langchain_specreason.lab.bench.metrics import REQUESTS, scrape
+from tests.helpers import RESULT_KEYS, budget_flags, cli_ok, pair_flags, read_jsonl
 
 pytestmark = pytest.mark.integration
 
 # A tiny budget keeps each problem to a few seconds on the CPU servers.
+SHORT = [*budget_flags(32, 16, 16), "--no-progress"]
 FLAGS = [
-    "--dataset",
-    "gsm8k",
-    "--modes",
-    "base,specreason",
-    "--judge",
-    "score",
-    "--threshold",
-    "7",
-    "--budget",
-    "32",
-    "--step-max-tokens",
-    "16",
-    "--answer-max-tokens",
-    "16",
-    "--no-progress",
+    *("--dataset", "gsm8k", "--modes", "base,specreason", "--judge", "score", "--threshold", "7"),
+    *SHORT,
 ]
-KEYS = {
-    "mode",
-    "threshold",
-    "score_method",
-    "problem_id",
-    "correct",
-    "latency_s",
-    "steps_drafted",
-    "steps_accepted",
-    "steps_rewritten",
-    "draft_tokens",
-    "base_tokens",
-    "overhead_s",
-    "draft_s",
-    "judge_s",
-    "rewrite_s",
-    "answer_s",
-    "judge_prompt_tokens",
-    "judge_cached_tokens",
-    "prediction",
-    "gold",
-    "reply",
-    "server",
-}
 FILES = [
     "results.jsonl",
     "runs.jsonl",
@@ -71,24 +35,9 @@ FILES = [
 
 
 def bench(servers, out, limit: int) -> subprocess.CompletedProcess[str]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "langchain_specreason.cli",
-        "bench",
-        "--draft-url",
-        servers.draft_url,
-        "--base-url",
-        servers.base_url,
-        *FLAGS,
-        "--limit",
-        str(limit),
-        "--out",
-        str(out),
-    ]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done
+    return cli_ok(
+        "bench", *pair_flags(servers), *FLAGS, "--limit", str(limit), "--out", str(out), timeout=600
+    )
 
 
 def requests_seen(servers) -> dict[str, float]:
@@ -102,7 +51,7 @@ def requests_seen(servers) -> dict[str, float]:
 
 
 def results(out) -> list[dict]:
-    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    return read_jsonl(out / "results.jsonl")
 
 
 def base_requests(record: dict) -> int:
@@ -124,7 +73,7 @@ def test_bench_writes_every_file_and_resumes(servers, tmp_path):
         ("specreason", "gsm8k-0"),
     ]
     for record in first:
-        assert KEYS <= set(record)
+        assert RESULT_KEYS | {"server"} <= set(record)
         assert record["gold"] == "18" and record["latency_s"] > 0 and record["reply"]
         assert record["server"]["base"]["requests"] >= base_requests(record)
         assert record["prefix_cache_reset"] is True  # cpu-test runs with VLLM_SERVER_DEV_MODE
@@ -138,7 +87,7 @@ def test_bench_writes_every_file_and_resumes(servers, tmp_path):
     assert 30 * calls <= floor <= spec["judge_prompt_tokens"]
     assert spec["judge_prefill_tokens"] >= floor - calls
     assert first[0]["judge_floor_tokens"] is None  # base alone: no judge
-    runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+    runs = read_jsonl(out / "runs.jsonl")
     assert [r["mode"] for r in runs] == ["base", "specreason"]
     assert 0.0 <= runs[1]["base_prefix_cache_hit_rate"] <= 1.0  # the judge queried the cache
     meta = json.loads((out / "meta.json").read_text())
@@ -189,33 +138,9 @@ def test_bench_writes_every_file_and_resumes(servers, tmp_path):
 def test_bench_load_on_the_servers_answers_every_request_and_skips_a_done_count(servers, tmp_path):
     """`specreason bench load` with the library's default judge on running servers."""
     out = tmp_path / "load"
-    cmd = [
-        sys.executable,
-        "-m",
-        "langchain_specreason.cli",
-        "bench",
-        "load",
-        "--draft-url",
-        servers.draft_url,
-        "--base-url",
-        servers.base_url,
-        "--replicas",
-        "1",
-        "--requests",
-        "3",
-        "--budget",
-        "32",
-        "--step-max-tokens",
-        "16",
-        "--answer-max-tokens",
-        "16",
-        "--no-progress",
-        "--out",
-        str(out),
-    ]
+    flags = ["--replicas", "1", "--requests", "3", *SHORT]
     before = requests_seen(servers)
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
+    cli_ok("bench", "load", *pair_flags(servers), *flags, "--out", str(out), timeout=600)
     after = requests_seen(servers)
     lines = results(out)
     assert sorted(r["request"] for r in lines) == [0, 1, 2]
@@ -225,7 +150,6 @@ def test_bench_load_on_the_servers_answers_every_request_and_skips_a_done_count(
         assert (out / name).stat().st_size > 0
     summary = json.loads((out / "summary.json").read_text())
     assert [(r["replicas"], r["requests"], r["failures"]) for r in summary["rows"]] == [(1, 3, 0)]
-    rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    rerun = cli_ok("bench", "load", *pair_flags(servers), *flags, "--out", str(out), timeout=600)
     assert "skip" in rerun.stderr.lower()
     assert results(out) == lines  # nothing redone

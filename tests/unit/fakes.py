@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -89,6 +90,30 @@ def is_judge(request: ChatRequest) -> bool:
 def partial_of(request: ChatRequest) -> str:
     """The partial assistant text a step request continues ('' when the reply is not begun)."""
     return request.messages[-1]["content"] if request.continue_final else ""
+
+
+def question_sum(request: ChatRequest) -> int:
+    """The right answer to a "What is a+b?" problem, read from the request's first message."""
+    a, b = re.search(r"What is (\d+)\+(\d+)", request.messages[0]["content"]).groups()
+    return int(a) + int(b)
+
+
+def sum_draft(request: ChatRequest) -> Completion:
+    """A draft for "What is a+b?" problems: one step ending its message with the right sum."""
+    return step(f"The answer is {question_sum(request)}.", end=True)
+
+
+def sum_base(request: ChatRequest, *, lead: str = "", tokens: int = 6) -> Completion:
+    """A base for "What is a+b?" problems: judges every step 9 and answers with the right sum
+    (``lead`` before it) in ``tokens`` tokens."""
+    if is_judge(request):
+        return score("9")
+    return Completion(
+        text=f"{lead}The answer is {question_sum(request)}.",
+        finish_reason="stop",
+        completion_tokens=tokens,
+        seconds=0.01,
+    )
 
 
 @contextlib.contextmanager

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,13 +13,12 @@ import pytest
 from langchain_specreason import ChatSpecReason, ConfigError
 from langchain_specreason.cli import build_parser
 from langchain_specreason.config import DEFAULT_JUDGE
-from langchain_specreason.endpoint import ChatRequest, Completion
 from langchain_specreason.errors import ServeError
 from langchain_specreason.lab.load import command as load
 from langchain_specreason.lab.shared.datasets import Problem
 from langchain_specreason.lab.shared.results import read_records
 
-from .fakes import ScriptedEndpoint, is_judge, score, step
+from .fakes import ScriptedEndpoint, question_sum, sum_base, sum_draft
 
 URLS = ["--draft-url", "http://draft.invalid/v1", "--base-url", "http://base.invalid/v1"]
 
@@ -235,11 +233,6 @@ def test_drop_replicas_rewrites_the_file_without_them(tmp_path):
 PROBLEMS = [Problem(f"p{i}", f"What is {i}+{i}?", str(2 * i), "number") for i in range(1, 5)]
 
 
-def question_sum(request: ChatRequest) -> int:
-    a, b = re.search(r"What is (\d+)\+(\d+)", request.messages[0]["content"]).groups()
-    return int(a) + int(b)
-
-
 class SlowEndpoint(ScriptedEndpoint):
     """A scripted endpoint whose calls take a little while (so requests overlap)."""
 
@@ -256,23 +249,13 @@ class SlowEndpoint(ScriptedEndpoint):
 def scripted_model(*, fail: int | None = None, **kwargs) -> ChatSpecReason:
     """Draft: one step with the right sum; base: judges 9 and answers; fails for ``fail``."""
 
-    def draft(request):
-        return step(f"The answer is {question_sum(request)}.", end=True)
-
     def base(request):
         if question_sum(request) == fail:
             raise RuntimeError("base server fell over")
-        if is_judge(request):
-            return score("9")
-        return Completion(
-            text=f"The answer is {question_sum(request)}.",
-            finish_reason="stop",
-            completion_tokens=6,
-            seconds=0.01,
-        )
+        return sum_base(request)
 
     return ChatSpecReason(
-        draft_endpoint=SlowEndpoint("draft", draft),
+        draft_endpoint=SlowEndpoint("draft", sum_draft),
         base_endpoint=SlowEndpoint("base", base),
         judge="score",
         budget=64,

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 from tqdm import tqdm
 
 from langchain_specreason import ConfigError
-from langchain_specreason.endpoint import ChatRequest, Completion
 from langchain_specreason.lab.bench.command import Plan, count_done
 from langchain_specreason.lab.bench.runner import BenchSettings, Sinks, run_group
 from langchain_specreason.lab.shared.datasets import Problem
@@ -23,58 +21,21 @@ from langchain_specreason.lab.shared.results import (
     read_records,
 )
 from langchain_specreason.lab.shared.servers import ServerPair, ServerSource
+from tests.helpers import RESULT_KEYS
 
-from .fakes import ScriptedEndpoint, is_judge, loopback_server, score, step
+from .fakes import ScriptedEndpoint, loopback_server, question_sum, sum_base, sum_draft
 
 PROBLEMS = [Problem(f"p{i}", f"What is {i}+{i}?", str(2 * i), "number") for i in (1, 2, 3)]
 RUNS_ = [Run("base"), Run("specreason", 7.0, "greedy")]
 PAIR = ServerPair(None, "http://draft.invalid/v1", "http://base.invalid/v1")
 SETTINGS = BenchSettings(budget=64, step_max_tokens=16, answer_max_tokens=16, seed=0)
-REQUIRED = {
-    "mode",
-    "threshold",
-    "score_method",
-    "problem_id",
-    "correct",
-    "latency_s",
-    "steps_drafted",
-    "steps_accepted",
-    "steps_rewritten",
-    "draft_tokens",
-    "base_tokens",
-    "overhead_s",
-    "draft_s",
-    "judge_s",
-    "rewrite_s",
-    "answer_s",
-    "judge_prompt_tokens",
-    "judge_cached_tokens",
-    "prediction",
-    "gold",
-    "reply",
-}
-
-
-def question_sum(request: ChatRequest) -> int:
-    a, b = re.search(r"What is (\d+)\+(\d+)", request.messages[0]["content"]).groups()
-    return int(a) + int(b)
 
 
 def make_endpoints():
     """Draft: one step ending its message with the right sum; base: judges 9, answers right."""
-    draft = ScriptedEndpoint("draft", lambda r: step(f"The answer is {question_sum(r)}.", end=True))
-
-    def base_handler(request: ChatRequest) -> Completion:
-        if is_judge(request):
-            return score("9")
-        return Completion(
-            text=f"Adding.\n\nThe answer is {question_sum(request)}.",
-            finish_reason="stop",
-            completion_tokens=9,
-            seconds=0.01,
-        )
-
-    return draft, ScriptedEndpoint("base", base_handler)
+    return ScriptedEndpoint("draft", sum_draft), ScriptedEndpoint(
+        "base", lambda r: sum_base(r, lead="Adding.\n\n", tokens=9)
+    )
 
 
 async def bench(out, problems, endpoints):
@@ -100,7 +61,7 @@ async def test_one_line_per_run_and_problem(tmp_path):
         ("specreason", "p3"),
     ]
     for record in records:
-        assert REQUIRED <= set(record)
+        assert RESULT_KEYS <= set(record)
         assert record["correct"] is True and record["prediction"] == record["gold"]
         assert record["latency_s"] > 0 and record["overhead_s"] >= 0
     spec = records[1]
