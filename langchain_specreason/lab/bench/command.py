@@ -34,6 +34,7 @@ from ..load.command import add_parser as add_load_parser
 from ..load.command import run_load
 from ..oldflags import add_old_spelling
 from ..shared.datasets import Problem, add_dataset_flags, is_file_dataset, problems_of
+from ..shared.flags import add_progress_flag
 from ..shared.meta import MetaFile
 from ..shared.modes import (
     AGREE_MODES,
@@ -177,7 +178,7 @@ def add_parser(subparsers: Any) -> None:
     output.add_argument(
         "--report-only", action="store_true", help="only regenerate summary and plots of --out"
     )
-    output.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_progress_flag(output)
     sub = p.add_subparsers(dest="bench_command", metavar="{report,judges,agreement,labels,load}")
     report = sub.add_parser("report", help="regenerate summary.md and plots of a result folder")
     report.add_argument("dir", help="the result folder (holding results.jsonl)")

@@ -52,6 +52,7 @@ from ...judges.score import average_score, greedy_score
 from ...serving.profiles import load_profile
 from ..oldflags import add_old_spelling
 from ..shared.datasets import Problem
+from ..shared.flags import add_command, add_progress_flag
 from ..shared.meta import MetaFile
 from ..shared.modes import parse_choices
 from ..shared.prompts import build_prompt
@@ -86,10 +87,8 @@ several samples per call, not a forward pass)."""
 
 def add_parser(subparsers: Any) -> None:
     """Add ``bench judges``."""
-    p = subparsers.add_parser(
-        "judges",
-        help="judge quality on right and corrupted GSM8K steps",
-        description=__doc__.split("\n\n")[0],
+    p = add_command(
+        subparsers, "judges", "judge quality on right and corrupted GSM8K steps", __doc__
     )
     add_server_flags(p)
     p.add_argument("--limit", type=int, default=100, help="GSM8K train problems (default 100)")
@@ -134,7 +133,7 @@ def add_parser(subparsers: Any) -> None:
         "results.jsonl (no server); a labelled folder takes --fit-on, or the one its "
         "meta.json names",
     )
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_progress_flag(p)
 
 
 def parse_measures(text: str) -> list[str]:

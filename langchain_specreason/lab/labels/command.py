@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..shared.flags import add_output_flags, add_sample_flags
 from ..shared.servers import add_server_flags, api_key_of
 
 
@@ -29,12 +30,7 @@ def add_parser(subparsers: Any) -> None:
         "(judge-independent; for `bench judges --labels`)",
     )
     add_server_flags(p)
-    p.add_argument(
-        "--dataset",
-        default="gsm8k-train",
-        help="gsm8k-train (default) or a .jsonl path; never a test split",
-    )
-    p.add_argument("--seed", type=int, default=0, help="seed of the problem shuffle")
+    add_sample_flags(p, "gsm8k-train (default) or a .jsonl path; never a test split")
     p.add_argument("--offset", type=int, default=0, help="start of the range in the shuffle")
     p.add_argument("--count", type=int, default=80, help="problems in the range")
     p.add_argument("--m", type=int, default=4, help="rollouts per side (default 4)")
@@ -49,8 +45,7 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("--budget", type=int, default=1024, help="draft trace budget (tokens)")
     p.add_argument("--concurrency", type=int, default=2, help="problems in flight")
-    p.add_argument("--out", required=True, help="label folder; reuse it to resume")
-    p.add_argument("--no-progress", action="store_true")
+    add_output_flags(p, "label folder; reuse it to resume", required=True)
 
 
 async def run(args: argparse.Namespace) -> int:

@@ -18,9 +18,9 @@ from pydantic import SecretStr
 from ...chat_model import ChatSpecReason
 from ...config import DEFAULT_JUDGE
 from ...errors import ConfigError
-from ...judges.registry import judge_specs
 from ...serving.profiles import load_profile
 from ...serving.replicas import check_replicas, plan_replicas, router_executable
+from ..shared.flags import NO_PROGRESS_HELP, add_judge_flag, add_output_flags
 from ..shared.servers import add_api_key_flag, api_key_of
 
 DATASET = "gsm8k"
@@ -101,11 +101,7 @@ def add_parser(subparsers: Any) -> None:
     gen.add_argument(
         "--seed", type=int, default=LOAD_DEFAULTS["seed"], help="sampling seed (default: 0)"
     )
-    gen.add_argument(
-        "--judge",
-        default=LOAD_DEFAULTS["judge"],
-        help=f"judge name ({', '.join(judge_specs())}); a+b cascades (default: {DEFAULT_JUDGE})",
-    )
+    add_judge_flag(gen, "judge name ({judges})", default=LOAD_DEFAULTS["judge"])
     gen.add_argument(
         "--timeout",
         type=float,
@@ -114,11 +110,11 @@ def add_parser(subparsers: Any) -> None:
         "load a call waits behind the other requests' (default: 600)",
     )
     output = p.add_argument_group("output")
-    output.add_argument(
-        "--out",
-        help="result folder; reuse one to resume (default: runs/load-<profile>-<timestamp>)",
+    add_output_flags(
+        output,
+        "result folder; reuse one to resume (default: runs/load-<profile>-<timestamp>)",
+        progress_help=NO_PROGRESS_HELP,
     )
-    output.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def parse_replicas(text: str) -> list[int]:

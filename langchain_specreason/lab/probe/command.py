@@ -24,13 +24,14 @@ from typing import Any
 
 from tqdm import tqdm
 
-from ...config import DEFAULT_JUDGE, SpecReasonConfig
+from ...config import SpecReasonConfig
 from ...endpoint import ChatRequest, Endpoint, endpoint_pair
 from ...errors import ConfigError
 from ...formats import PromptFormat, get_format
 from ...judges import make_judge
-from ...judges.registry import judge_specs, parse_judge
+from ...judges.registry import parse_judge
 from ...serving.profiles import load_profile
+from ..shared.flags import add_command, add_judge_flag, add_output_flags
 from ..shared.modes import DEFAULT_SD_VARIANT
 from ..shared.servers import ServerSource, add_server_flags, api_key_of
 from . import report
@@ -52,10 +53,11 @@ QUICK: dict[str, Any] = {
 
 def add_parser(subparsers: Any) -> None:
     """Add ``probe`` to the ``specreason`` subcommands."""
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "probe",
-        help="measure a pair's speeds and say whether step speculation can pay (minutes)",
-        description=__doc__.split("\n\n")[0],
+        "measure a pair's speeds and say whether step speculation can pay (minutes)",
+        __doc__,
     )
     add_server_flags(p, sd=True)
     p.add_argument(
@@ -70,11 +72,7 @@ def add_parser(subparsers: Any) -> None:
         "problem field, a line) or any other file (one prompt a line); default: 4 built-in "
         "GSM8K-like questions",
     )
-    p.add_argument(
-        "--judge",
-        default=DEFAULT_JUDGE,
-        help=f"judge to time: {', '.join(judge_specs())}; a+b cascades (default: {DEFAULT_JUDGE})",
-    )
+    add_judge_flag(p, "judge to time: {judges}")
     p.add_argument(
         "--max-tokens", type=int, default=48, help="tokens each decode request writes (48)"
     )
@@ -103,8 +101,7 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="a smoke run: " + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in QUICK.items()),
     )
-    p.add_argument("--out", default="runs/probe", help="folder of summary.json and probe.png")
-    p.add_argument("--no-progress", action="store_true")
+    add_output_flags(p, "folder of summary.json and probe.png", default="runs/probe")
 
 
 def concurrencies(text: str) -> list[int]:

@@ -21,6 +21,7 @@ from ...arbitrage.features import ROUTER_MAX_TOKENS
 from ...errors import ConfigError
 from ..bench.command import add_generation_flags
 from ..shared.datasets import add_dataset_flags
+from ..shared.flags import add_progress_flag
 from ..shared.servers import add_server_flags, api_key_of
 
 
@@ -61,7 +62,7 @@ def add_parser(subparsers: Any) -> None:
         help="problems labelled at once (the servers batch them; default 1)",
     )
     add_generation_flags(label)
-    label.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_progress_flag(label)
 
     train = sub.add_parser("train", help="fine-tune the router on labelled steps")
     train.add_argument(
@@ -105,7 +106,7 @@ def add_parser(subparsers: Any) -> None:
         default=1,
         help="torch threads (default 1: faster than 2 on a shared 2-core box)",
     )
-    train.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_progress_flag(train)
 
 
 async def run(args: argparse.Namespace) -> int:

@@ -45,6 +45,7 @@ from ...serving.profiles import load_profile
 from ..bench.runner import BenchSettings, Solver
 from ..oldflags import add_old_spelling
 from ..shared.datasets import Problem, load_problems
+from ..shared.flags import add_command, add_output_flags, add_sample_flags
 from ..shared.modes import DEFAULT_SD_VARIANT, Run, parse_agree_rules, parse_steps_ahead
 from ..shared.results import JsonlAppender, read_records
 from ..shared.servers import ServerPair, ServerSource, add_server_flags, api_key_of
@@ -130,14 +131,14 @@ def grid_thresholds(args: argparse.Namespace) -> dict[str, tuple[float, ...]]:
 
 def add_parser(subparsers: Any) -> None:
     """Add ``tune`` to the ``specreason`` subcommands."""
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "tune",
-        help="find the fastest setting that keeps the base model's accuracy (or say: use sd)",
-        description=__doc__.split("\n\n")[0],
+        "find the fastest setting that keeps the base model's accuracy (or say: use sd)",
+        __doc__,
     )
     add_server_flags(p, sd=True)
-    p.add_argument("--dataset", default="gsm8k-train", help="dev problems (never a test set)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the problem shuffle")
+    add_sample_flags(p, "dev problems (never a test set)")
     p.add_argument("--dev-count", type=int, default=20)
     p.add_argument("--heldout-count", type=int, default=10)
     p.add_argument(
@@ -196,8 +197,7 @@ def add_parser(subparsers: Any) -> None:
         help="a `specreason probe` summary.json: settings whose speed-up ceiling there is at "
         "most its reference (sd, else the base) are not run",
     )
-    p.add_argument("--out", required=True, help="tune folder; reuse it to resume")
-    p.add_argument("--no-progress", action="store_true")
+    add_output_flags(p, "tune folder; reuse it to resume", required=True)
 
 
 def _floats(text: str) -> tuple[float, ...]:
