@@ -8,7 +8,7 @@ from langchain.agents.middleware import wrap_model_call
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 
-from langchain_specreason import ChatSpecReason
+from tests.helpers import pair_model
 
 pytestmark = pytest.mark.integration
 
@@ -30,18 +30,14 @@ async def tool_first(request, handler):
     return await handler(request)
 
 
-async def test_agent_calls_the_tool_and_answers_with_its_result(servers):
+@pytest.fixture
+def model(servers):
+    """ChatSpecReason on the session's servers, greedy and short; the tool's calls cleared."""
     CALLS.clear()
-    model = ChatSpecReason(
-        draft_url=servers.draft_url,
-        base_url=servers.base_url,
-        family=servers.family,
-        temperature=0,
-        seed=0,
-        budget=48,
-        step_max_tokens=32,
-        max_tokens=64,
-    )
+    return pair_model(servers, temperature=0, seed=0, budget=48, step_max_tokens=32, max_tokens=64)
+
+
+async def test_agent_calls_the_tool_and_answers_with_its_result(model):
     agent = create_agent(
         model,
         tools=[multiply],
@@ -65,21 +61,10 @@ async def test_agent_calls_the_tool_and_answers_with_its_result(servers):
     assert final.response_metadata["specreason"]["judge_calls"] >= 1
 
 
-async def test_with_the_default_tool_choice_a_call_written_as_json_is_recovered(servers):
+async def test_with_the_default_tool_choice_a_call_written_as_json_is_recovered(model):
     """Qwen2.5-Coder-0.5B, the cpu-test base, writes its call as a fenced JSON block that
     vLLM's hermes parser does not read; ChatSpecReason reads it back, so the agent loop works
     without forcing a tool."""
-    CALLS.clear()
-    model = ChatSpecReason(
-        draft_url=servers.draft_url,
-        base_url=servers.base_url,
-        family=servers.family,
-        temperature=0,
-        seed=0,
-        budget=48,
-        step_max_tokens=32,
-        max_tokens=64,
-    )
     agent = create_agent(
         model, tools=[multiply], system_prompt="Use the multiply tool for every multiplication."
     )

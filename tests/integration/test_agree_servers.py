@@ -2,47 +2,28 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 
-from langchain_specreason import (
-    ChatSpecReason,
-    OpenAIEndpoint,
-    SpecReasonConfig,
-    create_specreason_graph,
+from langchain_specreason import SpecReasonConfig
+from tests.helpers import (
+    ONE_PROBLEM,
+    QUESTION,
+    budget_flags,
+    cli_ok,
+    greedy,
+    pair_flags,
+    pair_graph,
+    pair_model,
+    read_jsonl,
 )
 
 pytestmark = pytest.mark.integration
 
-QUESTION = (
-    "A box holds 12 eggs. Tom buys 3 boxes and breaks 5 eggs. How many eggs are left? "
-    "Think step by step, then give the number."
-)
-AGREE = dict(
-    verify="agree",
-    steps_ahead=3,
-    budget=96,
-    step_max_tokens=48,
-    answer_max_tokens=48,
-    temperature=0.0,
-    seed=0,
-)
-
-
-def make(servers, **changes) -> ChatSpecReason:
-    return ChatSpecReason(
-        draft_url=servers.draft_url,
-        base_url=servers.base_url,
-        family=servers.family,
-        **{**AGREE, **changes},
-    )
+AGREE = greedy(96, 48, 48, verify="agree", steps_ahead=3)
 
 
 def test_invoke_and_stream_give_the_same_trace_in_the_agree_mode(servers):
-    llm = make(servers)
+    llm = pair_model(servers, **AGREE)
     reply = llm.invoke(QUESTION)
     stats = reply.response_metadata["specreason"]
     assert stats["steps_accepted"] + stats["steps_rewritten"] >= 1
@@ -57,12 +38,7 @@ def test_invoke_and_stream_give_the_same_trace_in_the_agree_mode(servers):
 
 
 async def test_the_graph_records_each_position_of_a_round(servers):
-    graph = create_specreason_graph(
-        OpenAIEndpoint(servers.draft_url, name="draft", max_retries=1),
-        OpenAIEndpoint(servers.base_url, name="base", max_retries=1),
-        config=SpecReasonConfig(**AGREE),
-        family=servers.family,
-    )
+    graph = pair_graph(servers, SpecReasonConfig(**AGREE))
     out = await graph.ainvoke({"messages": [("user", QUESTION)]})
     assert out["steps"] and out["answer"].strip()
     for record in out["steps"]:
@@ -81,37 +57,16 @@ async def test_the_graph_records_each_position_of_a_round(servers):
 
 def test_bench_runs_the_agree_mode(servers, tmp_path):
     out = tmp_path / "bench"
-    cmd = [
-        sys.executable,
-        "-m",
-        "langchain_specreason.cli",
+    cli_ok(
         "bench",
-        "--draft-url",
-        servers.draft_url,
-        "--base-url",
-        servers.base_url,
-        "--dataset",
-        "gsm8k",
-        "--limit",
-        "1",
-        "--modes",
-        "agree",
-        "--agree-rule",
-        "result,numbers",
-        "--steps-ahead",
-        "2",
-        "--budget",
-        "32",
-        "--step-max-tokens",
-        "16",
-        "--answer-max-tokens",
-        "32",
-        "--out",
-        str(out),
-    ]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+        *pair_flags(servers),
+        *ONE_PROBLEM,
+        *("--modes", "agree", "--agree-rule", "result,numbers", "--steps-ahead", "2"),
+        *budget_flags(32, 16, 32),
+        *("--out", str(out)),
+        timeout=600,
+    )
+    records = read_jsonl(out / "results.jsonl")
     assert [(r["mode"], r["agree_rule"], r["steps_ahead"]) for r in records] == [
         ("agree", "result", 2),
         ("agree", "numbers", 2),

@@ -14,20 +14,13 @@ import pytest
 from langchain_specreason import ChatSpecReason, EndpointError, OpenAIEndpoint
 from langchain_specreason.endpoint import ChatRequest
 from tests.faultproxy import FaultProxy
+from tests.helpers import greedy
 
 pytestmark = pytest.mark.integration
 
 QUESTION = "A box holds 12 eggs. Tom buys 3 boxes. How many eggs? Think step by step."
-FAST = dict(
-    budget=48,
-    step_max_tokens=24,
-    answer_max_tokens=16,
-    temperature=0.0,
-    seed=0,
-    judge="score",
-    threshold=0,
-    judge_timeout=300,  # the servers may be busy (the test session's other work): no false timeouts
-)
+# judge_timeout: the servers may be busy (the test session's other work): no false timeouts
+FAST = greedy(48, 24, 16, judge="score", threshold=0, judge_timeout=300)
 HELLO = ChatRequest([{"role": "user", "content": "Say hello."}], 4)
 
 

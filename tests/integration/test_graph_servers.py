@@ -17,24 +17,16 @@ from langchain_specreason import (
     create_specreason_graph,
 )
 from langchain_specreason.lab.bench.metrics import GENERATION_TOKENS, REQUESTS, scrape
+from tests.helpers import QUESTION, greedy, pair_graph
 
 pytestmark = pytest.mark.integration
 
-QUESTION = (
-    "A box holds 12 eggs. Tom buys 3 boxes and breaks 5 eggs. How many eggs are left? "
-    "Think step by step, then give the number."
-)
 # Short traces keep CI fast: a small budget and step cap, greedy sampling.
-FAST = dict(
-    budget=96, step_max_tokens=48, answer_max_tokens=48, temperature=0.0, seed=0, judge="score"
-)  # these tests pin the 0-9 judge's control flow (thresholds 0, 10)
+FAST = greedy(96, 48, 48, judge="score")  # pins the 0-9 judge's control flow (thresholds 0, 10)
 
 
 def make_graph(servers, **overrides):
-    config = SpecReasonConfig(**{**FAST, **overrides})
-    draft = OpenAIEndpoint(servers.draft_url, name="draft", max_retries=1)
-    base = OpenAIEndpoint(servers.base_url, name="base", max_retries=1)
-    return create_specreason_graph(draft, base, config=config, family=servers.family)
+    return pair_graph(servers, SpecReasonConfig(**{**FAST, **overrides}))
 
 
 async def test_question_runs_to_an_answer(servers):
@@ -77,14 +69,13 @@ async def test_interrupt_and_resume_with_sqlite_checkpointer(servers, tmp_path):
     path = str(tmp_path / "checkpoints.sqlite")
     thread = {"configurable": {"thread_id": "resume-1"}}
     seen: list[str] = []
+
+    def checkpointed(saver):
+        config = SpecReasonConfig(**{**FAST, "threshold": 5, "budget": 160})
+        return pair_graph(servers, config, max_retries=2, checkpointer=saver)
+
     async with AsyncSqliteSaver.from_conn_string(path) as saver:
-        graph = create_specreason_graph(
-            OpenAIEndpoint(servers.draft_url, name="draft"),
-            OpenAIEndpoint(servers.base_url, name="base"),
-            config=SpecReasonConfig(**{**FAST, "threshold": 5, "budget": 160}),
-            family=servers.family,
-            checkpointer=saver,
-        )
+        graph = checkpointed(saver)
         stream = graph.astream({"messages": [("user", QUESTION)]}, thread, stream_mode="custom")
         async for event in stream:
             if event["type"] == "step":
@@ -94,13 +85,7 @@ async def test_interrupt_and_resume_with_sqlite_checkpointer(servers, tmp_path):
         await stream.aclose()
     assert len(seen) == 2
     async with AsyncSqliteSaver.from_conn_string(path) as saver:  # a new process, same file
-        graph = create_specreason_graph(
-            OpenAIEndpoint(servers.draft_url, name="draft"),
-            OpenAIEndpoint(servers.base_url, name="base"),
-            config=SpecReasonConfig(**{**FAST, "threshold": 5, "budget": 160}),
-            family=servers.family,
-            checkpointer=saver,
-        )
+        graph = checkpointed(saver)
         saved = (await graph.aget_state(thread)).values["steps"]
         # every step whose node finished is saved; the step streamed last may have been cut
         # before its node wrote the checkpoint (closing the stream cancels that node)
