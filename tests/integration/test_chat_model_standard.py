@@ -5,18 +5,18 @@ from __future__ import annotations
 import pytest
 from langchain_tests.integration_tests import ChatModelIntegrationTests
 
-from langchain_specreason import ChatSpecReason
+from tests.helpers import ChatSpecReasonSuite
 
 pytestmark = pytest.mark.integration
 
 _URLS: dict[str, str] = {}
 
 
-class TestChatSpecReasonIntegration(ChatModelIntegrationTests):
+class TestChatSpecReasonIntegration(ChatSpecReasonSuite, ChatModelIntegrationTests):
     """The whole suite, no xfails. Its 11 skips, each the suite's own for a capability:
 
-    * 4 x "Model override not supported": ``supports_model_override`` is False below (two
-      servers, one model each);
+    * 4 x "Model override not supported": ``supports_model_override`` is False
+      (ChatSpecReasonSuite: two servers, one model each);
     * PDF, audio, image inputs, image and PDF tool messages: the served models read text
       only (the suite's ``supports_*_inputs`` defaults are False, as for a text model);
     * "Anthropic inputs": content blocks in Anthropic's format are for Anthropic-compatible
@@ -28,10 +28,6 @@ class TestChatSpecReasonIntegration(ChatModelIntegrationTests):
     @pytest.fixture(autouse=True)
     def _servers(self, servers):
         _URLS.update(draft_url=servers.draft_url, base_url=servers.base_url)
-
-    @property
-    def chat_model_class(self) -> type[ChatSpecReason]:
-        return ChatSpecReason
 
     @property
     def chat_model_params(self) -> dict:
@@ -56,14 +52,6 @@ class TestChatSpecReasonIntegration(ChatModelIntegrationTests):
             "logprob_aggregate": "mean",
             "likelihood_threshold": -3.5,
         }
-
-    @property
-    def has_tool_choice(self) -> bool:
-        return True
-
-    @property
-    def supports_model_override(self) -> bool:
-        return False  # two servers, one model each: the models are chosen at construction
 
     @property
     def supports_json_mode(self) -> bool:

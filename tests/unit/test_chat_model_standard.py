@@ -5,14 +5,10 @@ from __future__ import annotations
 import pytest
 from langchain_tests.unit_tests import ChatModelUnitTests
 
-from langchain_specreason import ChatSpecReason
+from tests.helpers import ChatSpecReasonSuite
 
 
-class TestChatSpecReasonUnit(ChatModelUnitTests):
-    @property
-    def chat_model_class(self) -> type[ChatSpecReason]:
-        return ChatSpecReason
-
+class TestChatSpecReasonUnit(ChatSpecReasonSuite, ChatModelUnitTests):
     @property
     def chat_model_params(self) -> dict:
         return {
@@ -39,14 +35,6 @@ class TestChatSpecReasonUnit(ChatModelUnitTests):
                 "draft_api_key": "sk-draft",
             },
         )
-
-    @property
-    def has_tool_choice(self) -> bool:
-        return True
-
-    @property
-    def supports_model_override(self) -> bool:
-        return False  # two models are involved; override them at construction
 
     @pytest.mark.xfail(
         strict=True,
