@@ -20,6 +20,7 @@ from ...endpoint import ChatRequest, Endpoint
 from ...formats import PromptFormat, continue_messages, step_stops
 from ...graph.steps import step_finish
 from ...judges import Judge, StepContext
+from .speeds import Summarised
 
 
 @dataclass(frozen=True)
@@ -106,8 +107,18 @@ async def judge_steps(judge: Judge, drafted: Sequence[Drafted]) -> list[Judged]:
 
 
 @dataclass(frozen=True)
-class JudgeSample:
-    """What the judge cost and kept on the probe's drafted steps."""
+class JudgeSample(Summarised):
+    """What the judge cost and kept on the probe's drafted steps; ``as_dict`` for the summary."""
+
+    SUMMARY = (
+        "judge",
+        "steps",
+        "accepted",
+        "acceptance",
+        "mean_s",
+        "mean_step_tokens",
+        "mean_prompt_tokens",
+    )
 
     judge: str
     steps: int
@@ -135,15 +146,3 @@ class JudgeSample:
     def acceptance(self) -> float | None:
         """Share of steps kept (``None``: no step judged)."""
         return self.accepted / self.steps if self.steps else None
-
-    def as_dict(self) -> dict[str, Any]:
-        """The sample for ``summary.json``."""
-        return {
-            "judge": self.judge,
-            "steps": self.steps,
-            "accepted": self.accepted,
-            "acceptance": self.acceptance,
-            "mean_s": self.mean_s,
-            "mean_step_tokens": self.mean_step_tokens,
-            "mean_prompt_tokens": self.mean_prompt_tokens,
-        }

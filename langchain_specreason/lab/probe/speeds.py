@@ -23,13 +23,24 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from ...endpoint import ChatRequest, Endpoint
 from ...errors import EndpointError
 
 IGNORE_EOS: dict[str, Any] = {"ignore_eos": True}
 """vLLM's sampling option: keep writing past the end of message (a fixed length)."""
+
+
+class Summarised:
+    """A probe measurement as ``summary.json`` records it: the fields and properties named."""
+
+    SUMMARY: ClassVar[tuple[str, ...]] = ()
+    """What :meth:`as_dict` writes, in this order."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The measurement for ``summary.json``."""
+        return {name: getattr(self, name) for name in self.SUMMARY}
 
 
 @dataclass(frozen=True)
@@ -50,8 +61,21 @@ class Stream:
 
 
 @dataclass(frozen=True)
-class Decode:
+class Decode(Summarised):
     """``concurrency`` streams run together."""
+
+    SUMMARY = (
+        "concurrency",
+        "step_s",
+        "tok_s",
+        "aggregate_tok_s",
+        "ttft_s",
+        "wall_s",
+        "tokens",
+        "repeats",
+        "step_s_slowest",
+        "spread",
+    )
 
     concurrency: int
     step_s: float
@@ -86,21 +110,6 @@ class Decode:
     def aggregate_tok_s(self) -> float:
         """Tokens a second of all the streams together."""
         return self.concurrency / self.step_s
-
-    def as_dict(self) -> dict[str, Any]:
-        """The measurement for ``summary.json``."""
-        return {
-            "concurrency": self.concurrency,
-            "step_s": self.step_s,
-            "tok_s": self.tok_s,
-            "aggregate_tok_s": self.aggregate_tok_s,
-            "ttft_s": self.ttft_s,
-            "wall_s": self.wall_s,
-            "tokens": self.tokens,
-            "repeats": self.repeats,
-            "step_s_slowest": self.step_s_slowest,
-            "spread": self.spread,
-        }
 
 
 def decode_request(prompt: list[dict[str, Any]], max_tokens: int) -> ChatRequest:
@@ -156,8 +165,10 @@ def fastest(measured: Sequence[Decode]) -> Decode:
 
 
 @dataclass(frozen=True)
-class Prefill:
+class Prefill(Summarised):
     """One request of one generated token: how fast its prompt was read."""
+
+    SUMMARY = ("prompt_tokens", "cached_tokens", "seconds", "tok_s")
 
     prompt_tokens: int
     cached_tokens: int | None
@@ -168,15 +179,6 @@ class Prefill:
     def tok_s(self) -> float:
         """Prompt tokens a second, cached ones included."""
         return self.prompt_tokens / self.seconds if self.seconds > 0 else 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        """The measurement for ``summary.json``."""
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "cached_tokens": self.cached_tokens,
-            "seconds": self.seconds,
-            "tok_s": self.tok_s,
-        }
 
 
 def long_text(texts: Sequence[str], tokens: int) -> str:
