@@ -6,14 +6,16 @@ least and least-math token log-probability of the step, the draft model's three,
 disagreement (base mean minus draft mean), and the arithmetic verdict. Fitted on dev labels
 (harmless = 1); the model's output, P(harmless), is the score (higher keeps the step).
 
-Pure Python (a few hundred examples, a handful of features): the library's ``learned`` judge
-reads the same weights without numpy.
+The fit runs on numpy (the ``bench`` extra's); the library's ``learned`` judge reads the same
+weights without it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+
+import numpy as np
 
 from ...judges.learned import FEATURES, LogisticModel
 
@@ -70,6 +72,10 @@ def constant_features(xs: Sequence[Sequence[float]], names: Sequence[str]) -> li
     return out
 
 
+TOLERANCE = 1e-12
+"""The fit stops early once a gradient step moves no weight (nor the bias) by more than this."""
+
+
 def fit_logistic(
     xs: Sequence[Sequence[float]],
     ys: Sequence[bool],
@@ -86,7 +92,9 @@ def fit_logistic(
     fit, an infinite value (a log-probability of -inf) reads as the clip and a NaN as the
     mean. With ``l2 > 0`` the weights stay finite on separable labels too; the step on the
     penalty is at most 1 (``rate * l2 / n``, shrinking by a smaller one when a strong penalty
-    meets few examples), so a strong penalty on few steps cannot make the descent diverge.
+    meets few examples), so a strong penalty on few steps cannot make the descent diverge. It
+    stops after ``steps`` steps, or earlier once a step moves nothing by more than
+    :data:`TOLERANCE`.
     """
     if not xs:
         raise ValueError("no example to fit")
@@ -96,24 +104,26 @@ def fit_logistic(
     if len(names) != width:
         raise ValueError(f"{len(names)} names for {width} features")
     stats = [column_stats([x[j] for x in xs]) for j in range(width)]
-    z = [[standardised(x[j], *stats[j]) for j in range(width)] for x in xs]
-    w = [0.0] * width
-    positives = sum(ys)
-    b = math.log((positives + 0.5) / (len(ys) - positives + 0.5))
+    z = np.array([[standardised(x[j], *stats[j]) for j in range(width)] for x in xs])
+    y = np.array(ys, dtype=float)
     n = len(ys)
+    weights = np.zeros(width)
+    positives = sum(ys)
+    bias = math.log((positives + 0.5) / (n - positives + 0.5))
     rate = min(rate, n / l2)  # rate * l2 / n <= 1: the penalty shrinks, never overshoots
+    gradient_of = z.T / n  # err -> the loss's gradient in the weights
     for _ in range(steps):
-        gw = [l2 * wj / n for wj in w]
-        gb = 0.0
-        for r, y in zip(z, ys, strict=True):
-            logit = b + math.fsum(wj * v for wj, v in zip(w, r, strict=True))
-            p = 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))
-            err = p - float(y)
-            gb += err / n
-            for j in range(width):
-                gw[j] += err * r[j] / n
-        w = [wj - rate * g for wj, g in zip(w, gw, strict=True)]
-        b -= rate * gb
+        logit = z @ weights
+        logit += bias
+        np.clip(logit, -60.0, 60.0, out=logit)
+        err = 1.0 / (1.0 + np.exp(-logit)) - y
+        step = rate * (l2 / n * weights + gradient_of @ err)
+        step_b = rate * float(err.sum()) / n
+        weights -= step
+        bias -= step_b
+        if abs(step_b) < TOLERANCE and float(np.abs(step).max()) < TOLERANCE:
+            break  # converged: a further step would move no weight by TOLERANCE
+    w, b = [float(v) for v in weights], float(bias)
     if not all(math.isfinite(v) for v in (*w, b)):
         raise ValueError(f"the logistic fit did not converge (weights {w}, bias {b})")
     means, scales = zip(*stats, strict=True)
