@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 
 import pytest
 
@@ -20,10 +19,11 @@ from langchain_specreason.errors import EndpointError
 from langchain_specreason.graph import create_specreason_graph
 from langchain_specreason.lab.bench.metrics import REQUESTS, scrape
 from tests.conftest import LOG_DIR, start_serve
+from tests.helpers import ONE_PROBLEM, budget_flags, cli, cli_ok, pair_flags, read_jsonl
 
 pytestmark = pytest.mark.integration
 
-SMALL = ["--budget", "48", "--step-max-tokens", "16", "--answer-max-tokens", "8", "--no-progress"]
+SMALL = [*budget_flags(48, 16, 8), "--no-progress"]
 LABEL_KEYS = {
     "problem_id",
     "step_index",
@@ -38,31 +38,16 @@ LABEL_KEYS = {
 }
 
 
-def cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "langchain_specreason.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
 def requests(url: str) -> float:
     return asyncio.run(scrape(url))[REQUESTS]
 
 
-@pytest.fixture(scope="module")
-def labels(servers, tmp_path_factory):
-    """`specreason arbitrage label` on 2 GSM8K train problems against the real servers."""
-    out = tmp_path_factory.mktemp("labels")
-    done = cli(
+def label(servers, out) -> subprocess.CompletedProcess[str]:
+    """`specreason arbitrage label` on 2 GSM8K train problems, into ``out``."""
+    return cli_ok(
         "arbitrage",
         "label",
-        "--draft-url",
-        servers.draft_url,
-        "--base-url",
-        servers.base_url,
+        *pair_flags(servers),
         "--dataset",
         "gsm8k-train",
         "--limit",
@@ -71,12 +56,32 @@ def labels(servers, tmp_path_factory):
         str(out),
         *SMALL,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def bench(servers, out, *flags: str) -> list[dict]:
+    """`specreason bench` on 1 GSM8K problem with ``flags``; its result lines."""
+    cli_ok(
+        "bench",
+        *pair_flags(servers),
+        *ONE_PROBLEM,
+        *flags,
+        "--out",
+        str(out),
+        *SMALL,
+    )
+    return read_jsonl(out / "results.jsonl")
+
+
+@pytest.fixture(scope="module")
+def labels(servers, tmp_path_factory):
+    """`specreason arbitrage label` on 2 GSM8K train problems against the real servers."""
+    out = tmp_path_factory.mktemp("labels")
+    label(servers, out)
     return out
 
 
 def test_label_writes_oracle_steps_and_resumes(servers, labels):
-    rows = [json.loads(line) for line in (labels / "labels.jsonl").read_text().splitlines()]
+    rows = read_jsonl(labels / "labels.jsonl")
     problems = (labels / "problems.jsonl").read_text().splitlines()
     assert len(problems) == 2
     assert rows, "the oracle judged no step"
@@ -89,22 +94,7 @@ def test_label_writes_oracle_steps_and_resumes(servers, labels):
     assert {r["problem_id"] for r in rows} <= {json.loads(p)["problem_id"] for p in problems}
     # a rerun on the same folder does nothing: no new line, no server request
     before = requests(servers.base_url)
-    again = cli(
-        "arbitrage",
-        "label",
-        "--draft-url",
-        servers.draft_url,
-        "--base-url",
-        servers.base_url,
-        "--dataset",
-        "gsm8k-train",
-        "--limit",
-        "2",
-        "--out",
-        str(labels),
-        *SMALL,
-    )
-    assert again.returncode == 0, again.stderr[-2000:]
+    again = label(servers, labels)
     assert "0 problems (2 already done)" in again.stdout
     assert (labels / "problems.jsonl").read_text().splitlines() == problems
     assert requests(servers.base_url) == before
@@ -115,14 +105,14 @@ def router_dir(labels, tmp_path_factory):
     """A router trained a few steps on the real labels (plus one of each class, so that
     both classes are present whatever the oracle found)."""
     data = tmp_path_factory.mktemp("router-data") / "labels.jsonl"
-    rows = [json.loads(line) for line in (labels / "labels.jsonl").read_text().splitlines()]
+    rows = read_jsonl(labels / "labels.jsonl")
     for advantage, pid in ((3.0, "synthetic-up"), (-1.0, "synthetic-down")):
         rows.append(
             {**rows[0], "problem_id": pid, "advantage": advantage, "escalated": advantage > 0}
         )
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path_factory.mktemp("router")
-    done = cli(
+    cli_ok(
         "arbitrage",
         "train",
         "--dataset",
@@ -137,7 +127,6 @@ def router_dir(labels, tmp_path_factory):
         "0",
         "--no-progress",
     )
-    assert done.returncode == 0, done.stderr[-3000:]
     assert (out / "router.json").is_file()
     return out
 
@@ -228,28 +217,9 @@ async def test_router_down_is_a_typed_error():
 
 
 def test_bench_arbitrage_and_oracle_modes(servers, router_url, tmp_path):
-    done = cli(
-        "bench",
-        "--draft-url",
-        servers.draft_url,
-        "--base-url",
-        servers.base_url,
-        "--router-url",
-        router_url,
-        "--dataset",
-        "gsm8k",
-        "--limit",
-        "1",
-        "--modes",
-        "arbitrage,oracle",
-        "--tau",
-        "0.5",
-        "--out",
-        str(tmp_path),
-        *SMALL,
+    rows = bench(
+        servers, tmp_path, "--router-url", router_url, "--modes", "arbitrage,oracle", "--tau", "0.5"
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert [(r["mode"], r["threshold"]) for r in rows] == [("arbitrage", 0.5), ("oracle", 0.0)]
     summary = (tmp_path / "summary.md").read_text()
     assert "arbitrage tau=0.5" in summary and "oracle margin=0" in summary
@@ -263,28 +233,9 @@ def test_bench_arbitrage_and_oracle_modes(servers, router_url, tmp_path):
 
 
 def test_bench_arbitrage_with_an_in_process_router(servers, router_dir, tmp_path):
-    done = cli(
-        "bench",
-        "--draft-url",
-        servers.draft_url,
-        "--base-url",
-        servers.base_url,
-        "--router-model",
-        str(router_dir),
-        "--dataset",
-        "gsm8k",
-        "--limit",
-        "1",
-        "--modes",
-        "arbitrage",
-        "--tau",
-        "0,1",
-        "--out",
-        str(tmp_path),
-        *SMALL,
+    rows = bench(
+        servers, tmp_path, "--router-model", str(router_dir), "--modes", "arbitrage", "--tau", "0,1"
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     by_tau = {r["threshold"]: r for r in rows}
     # tau 0 escalates every drafted step, tau 1 none (p < 1 for a softmax)
     assert by_tau[0.0]["steps_accepted"] == 0 and by_tau[0.0]["steps_rewritten"] >= 1
@@ -294,14 +245,8 @@ def test_bench_arbitrage_with_an_in_process_router(servers, router_dir, tmp_path
 def test_bench_arbitrage_without_router_is_refused(servers, tmp_path):
     done = cli(
         "bench",
-        "--draft-url",
-        servers.draft_url,
-        "--base-url",
-        servers.base_url,
-        "--dataset",
-        "gsm8k",
-        "--limit",
-        "1",
+        *pair_flags(servers),
+        *ONE_PROBLEM,
         "--modes",
         "arbitrage",
         "--out",

@@ -6,33 +6,19 @@ Tiny budgets keep each to a few minutes; quality numbers belong to the benchmark
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from langchain_specreason import ChatSpecReason
 from langchain_specreason.lab.labels.labelfile import load_labelled_steps
+from tests.helpers import cli_ok, pair_flags, read_jsonl
 
 pytestmark = pytest.mark.integration
 
 
-def cli(*args: str, timeout: int = 900) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "langchain_specreason.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done
-
-
 def test_labelling_two_problems_end_to_end_writes_valid_labels(servers, tmp_path):
     out = tmp_path / "labels"
-    urls = ["--draft-url", servers.draft_url, "--base-url", servers.base_url]
+    urls = pair_flags(servers)
     small = [
         "--count",
         "2",
@@ -46,7 +32,7 @@ def test_labelling_two_problems_end_to_end_writes_valid_labels(servers, tmp_path
         "48",
         "--no-progress",
     ]
-    cli("label", *urls, *small, "--out", str(out))
+    cli_ok("label", *urls, *small, "--out", str(out))
     rows = [json.loads(line) for line in (out / "labels.jsonl").read_text().splitlines()]
     assert 2 <= len(rows) <= 4 and len({r["problem_id"] for r in rows}) == 2
     for row in rows:
@@ -59,11 +45,11 @@ def test_labelling_two_problems_end_to_end_writes_valid_labels(servers, tmp_path
     meta = json.loads((out / "meta.json").read_text())
     assert meta["settings"]["m"] == 2 and meta["seed"] == 0 and meta["base_model"]
     # resumable: the same command does nothing new
-    again = cli("label", *urls, *small, "--out", str(out))
+    again = cli_ok("label", *urls, *small, "--out", str(out))
     assert "labelled 0 draft steps from 0 problems (2 already done)" in again.stdout
 
     # how noisy they are, from their own rollouts (offline)
-    noise = cli("bench", "labels", str(out))
+    noise = cli_ok("bench", "labels", str(out))
     reliability = json.loads((out / "reliability.json").read_text())
     assert reliability["steps"] == len(rows) and reliability["m"] == 2
     assert reliability["harmful"] == sum(r["harmful"] for r in rows)
@@ -71,7 +57,7 @@ def test_labelling_two_problems_end_to_end_writes_valid_labels(servers, tmp_path
 
     # the judge benchmark reads them
     judged = tmp_path / "judged"
-    cli(
+    cli_ok(
         "bench",
         "judges",
         *urls,
@@ -83,7 +69,7 @@ def test_labelling_two_problems_end_to_end_writes_valid_labels(servers, tmp_path
         str(judged),
         "--no-progress",
     )
-    results = [json.loads(line) for line in (judged / "results.jsonl").read_text().splitlines()]
+    results = read_jsonl(judged / "results.jsonl")
     sampled = [r for r in results if r["judge"] == "consistency"]
     assert len(sampled) == len(rows)  # the draft sampled each step's position, 4 at once
     for r in sampled:
@@ -102,12 +88,9 @@ def test_labelling_two_problems_end_to_end_writes_valid_labels(servers, tmp_path
 
 def test_tune_on_two_dev_problems_writes_a_config_the_chat_model_answers_with(servers, tmp_path):
     out = tmp_path / "tune"
-    done = cli(
+    done = cli_ok(
         "tune",
-        "--draft-url",
-        servers.draft_url,
-        "--base-url",
-        servers.base_url,
+        *pair_flags(servers),
         "--dev-count",
         "2",
         "--heldout-count",
@@ -134,7 +117,7 @@ def test_tune_on_two_dev_problems_writes_a_config_the_chat_model_answers_with(se
     dropped = [d["name"] for d in report["dropped"]]  # too many wrong answers to be chosen
     # two judge settings and the agree mode (rule result, steps_ahead 2); no sd
     assert names[0] == "base" and len(names) - 1 + len(dropped) == 3
-    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    records = read_jsonl(out / "results.jsonl")
     assert {r["split"] for r in records} == {"dev", "heldout"}
     agree = [r for r in records if r["mode"] == "agree" and r["split"] == "dev"]
     assert len(agree) == 2 and all(r["config"]["verify"] == "agree" for r in agree)
@@ -148,12 +131,9 @@ def test_tune_on_two_dev_problems_writes_a_config_the_chat_model_answers_with(se
     # the benchmark runs the same setting from the file (for the report on test problems)
     problems = tmp_path / "p.jsonl"
     problems.write_text('{"question": "What is 12*7?", "answer": "84"}\n')
-    cli(
+    cli_ok(
         "bench",
-        "--draft-url",
-        servers.draft_url,
-        "--base-url",
-        servers.base_url,
+        *pair_flags(servers),
         "--dataset",
         str(problems),
         "--modes",
@@ -164,5 +144,5 @@ def test_tune_on_two_dev_problems_writes_a_config_the_chat_model_answers_with(se
         "--out",
         str(tmp_path / "bench"),
     )
-    [bench] = [json.loads(x) for x in (tmp_path / "bench/results.jsonl").read_text().splitlines()]
+    [bench] = read_jsonl(tmp_path / "bench/results.jsonl")
     assert bench["config"] == llm.spec_config().as_dict()
