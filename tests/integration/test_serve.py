@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 
 import pytest
 
 from langchain_specreason import ChatRequest, OpenAIEndpoint
 from langchain_specreason.serving.launcher import check_port_free
 from tests.conftest import left_running
+from tests.helpers import cli
 
 pytestmark = pytest.mark.integration
 
@@ -28,18 +27,17 @@ async def test_both_servers_answer_a_chat_completion(servers, role):
     assert done.prompt_tokens > 5
 
 
-def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "langchain_specreason.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
+def serve_draft(port: int, log_dir, *more: str):
+    """`specreason serve --profile cpu-test --only draft` on ``port``, logs in ``log_dir``."""
+    return cli(
+        *("serve", "--profile", "cpu-test", "--only", "draft", "--draft-port", str(port)),
+        *("--log-dir", str(log_dir), *more),
+        timeout=300,
     )
 
 
 def test_unknown_profile_is_one_line_exit_2():
-    proc = _cli("serve", "--profile", "nope")
+    proc = cli("serve", "--profile", "nope", timeout=300)
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
         "error: unknown profile 'nope'; known profiles: cpu, cpu-test, gpu-1x, gpu-2x"
@@ -51,17 +49,7 @@ def test_port_in_use_is_one_line_exit_2(tmp_path):
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         port = sock.getsockname()[1]
-        proc = _cli(
-            "serve",
-            "--profile",
-            "cpu-test",
-            "--only",
-            "draft",
-            "--draft-port",
-            str(port),
-            "--log-dir",
-            str(tmp_path),
-        )
+        proc = serve_draft(port, tmp_path)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert lines[-1] == (
@@ -71,19 +59,7 @@ def test_port_in_use_is_one_line_exit_2(tmp_path):
 
 
 def test_server_dying_during_startup_is_one_line_exit_2(tmp_path):
-    proc = _cli(
-        "serve",
-        "--profile",
-        "cpu-test",
-        "--only",
-        "draft",
-        "--draft-port",
-        "8191",
-        "--draft-model",
-        str(tmp_path / "no-such-model"),
-        "--log-dir",
-        str(tmp_path),
-    )
+    proc = serve_draft(8191, tmp_path, "--draft-model", str(tmp_path / "no-such-model"))
     assert proc.returncode == 2
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("error: draft server (no-such-model) exited with code")
