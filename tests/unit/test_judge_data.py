@@ -249,34 +249,37 @@ def test_arithmetic_changes_only_the_result_and_makes_it_false():
     assert count >= 40
 
 
-def test_operand_uses_an_earlier_number_and_stays_self_consistent():
-    count = 0
-    for numbers, line, out in corruptions("operand"):
+def consistent_changes(kind: str) -> list[tuple[list[float], str, str, Equation, Equation]]:
+    """Every corruption of ``kind`` as (numbers, old line, new line, old equation, new one),
+    annotations stripped, each checked for what the operand and operation kinds share: both
+    equations self-consistent, the result changed and not negative."""
+    found = []
+    for numbers, line, out in corruptions(kind):
         old, new = strip_annotations(line), strip_annotations(out)
         a, b = the_changed_equation(old, new)
         assert consistent(a) and consistent(b), (old, new)
+        assert b.result != a.result
+        assert b.result >= 0
+        found.append((numbers, old, new, a, b))
+    return found
+
+
+def test_operand_uses_an_earlier_number_and_stays_self_consistent():
+    changes = consistent_changes("operand")
+    for numbers, old, new, a, b in changes:
         assert a.ops == b.ops
         diffs = [(x, y) for x, y in zip(a.numbers, b.numbers, strict=True) if x != y]
         assert len(diffs) == 1, (old, new)
         assert diffs[0][1] in {Fraction(repr(n)) for n in numbers}
-        assert b.result != a.result
-        assert b.result >= 0
-        count += 1
-    assert count >= 40
+    assert len(changes) >= 40
 
 
 def test_operation_swaps_exactly_one_operator_and_stays_self_consistent():
-    count = 0
-    for _, line, out in corruptions("operation"):
-        old, new = strip_annotations(line), strip_annotations(out)
-        a, b = the_changed_equation(old, new)
-        assert consistent(a) and consistent(b), (old, new)
+    changes = consistent_changes("operation")
+    for _, old, new, a, b in changes:
         assert a.numbers == b.numbers
         assert sum(x != y for x, y in zip(a.ops, b.ops, strict=True)) == 1, (old, new)
-        assert b.result != a.result
-        assert b.result >= 0
-        count += 1
-    assert count >= 40
+    assert len(changes) >= 40
 
 
 def test_the_raw_line_stays_self_describing():
