@@ -26,22 +26,9 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langchain_specreason import ChatSpecReason, EndpointError, OpenAIEndpoint
 from langchain_specreason.lab.bench.metrics import REQUESTS, in_flight, scrape
 from tests.conftest import LOG_DIR, left_running, start_serve
+from tests.helpers import OUTAGE, QUESTION
 
 pytestmark = pytest.mark.integration
-
-QUESTION = (
-    "A box holds 12 eggs. Tom buys 3 boxes and breaks 5 eggs. How many eggs are left? "
-    "Think step by step, then give the number."
-)
-FAST = dict(
-    budget=160,
-    step_max_tokens=40,
-    answer_max_tokens=32,
-    temperature=0.0,
-    seed=0,
-    judge="score",
-    threshold=0,
-)  # threshold 0: every draft step is kept
 
 
 def listener(url: str) -> psutil.Process | None:
@@ -72,7 +59,7 @@ def pair(servers):
 
 
 def model(draft_url: str, base_url: str, **kwargs) -> ChatSpecReason:
-    return ChatSpecReason(draft_url=draft_url, base_url=base_url, **{**FAST, **kwargs})
+    return ChatSpecReason(draft_url=draft_url, base_url=base_url, **{**OUTAGE, **kwargs})
 
 
 async def test_32_concurrent_requests_at_the_defaults_lose_no_step(pair):
@@ -244,7 +231,7 @@ async def test_a_killed_client_resumes_from_its_on_disk_checkpoint_without_redoi
 ):
     draft_url, base_url = pair
     path = str(tmp_path / "checkpoints.sqlite")
-    settings = {**FAST, "draft_url": draft_url, "base_url": base_url, "lookahead": False}
+    settings = {**OUTAGE, "draft_url": draft_url, "base_url": base_url, "lookahead": False}
     child = subprocess.Popen(
         [sys.executable, "-c", CLIENT, path, json.dumps(settings), QUESTION],
         stdout=subprocess.PIPE,
@@ -270,7 +257,7 @@ async def test_a_killed_client_resumes_from_its_on_disk_checkpoint_without_redoi
             draft_endpoint=draft,
             base_endpoint=OpenAIEndpoint(base_url, name="base"),
             checkpointer=saver,
-            **{**FAST, "lookahead": False},
+            **{**OUTAGE, "lookahead": False},
         )
         saved = (await llm.graph.aget_state({"configurable": {"thread_id": "crash-1"}})).values[
             "steps"
@@ -317,7 +304,7 @@ async def test_ctrl_c_on_a_sync_call_leaves_no_request_running_on_the_servers(
     # one long draft step (no blank-line delimiter in sight, end of text ignored): left
     # running, it would keep the draft server busy for far longer than the bound below
     settings = {
-        **FAST,
+        **OUTAGE,
         "draft_url": draft_url,
         "base_url": base_url,
         "budget": 3200,

@@ -17,30 +17,13 @@ import pytest
 
 from langchain_specreason import ChatSpecReason
 from tests.conftest import LOG_DIR, left_running, start_serve
+from tests.helpers import OUTAGE, QUESTION, TINY_PAIR
 
 pytestmark = pytest.mark.integration
 
 DRAFT_PORT, BASE_PORT = 8161, 8162
-KV_BYTES = 256 * 2**20
-SMALL = (
-    "--base-model",
-    "smollm2-135m",
-    *(
-        flag
-        for role in ("draft", "base")
-        for flag in (
-            f"--{role}-env",
-            "VLLM_CPU_KVCACHE_SPACE=",
-            f"--{role}-arg=--kv-cache-memory-bytes={KV_BYTES}",
-        )
-    ),
-)
-"""Both servers the 135M with 256 MiB of KV cache (about 6 GiB planned): what is tested is the
-supervisor, not answers, beside the shared pair on a 24 GB machine."""
-QUESTION = (
-    "A box holds 12 eggs. Tom buys 3 boxes and breaks 5 eggs. How many eggs are left? "
-    "Think step by step, then give the number."
-)
+# TINY_PAIR: both servers the 135M with 256 MiB of KV cache (about 6 GiB planned): what is
+# tested is the supervisor, not answers, beside the shared pair on a 24 GB machine.
 
 
 def _server(serve_pid: int, port: int) -> psutil.Process:
@@ -92,7 +75,7 @@ async def test_a_killed_draft_server_is_restarted_while_the_run_answers_on_the_b
         str(DRAFT_PORT),
         "--base-port",
         str(BASE_PORT),
-        *SMALL,
+        *TINY_PAIR,
         log_dir=LOG_DIR / "supervision",
         name="serve-supervised",
     )
@@ -101,13 +84,7 @@ async def test_a_killed_draft_server_is_restarted_while_the_run_answers_on_the_b
         llm = ChatSpecReason(
             draft_url=serve.urls["draft"],
             base_url=serve.urls["base"],
-            budget=160,
-            step_max_tokens=40,
-            answer_max_tokens=32,
-            temperature=0.0,
-            seed=0,
-            judge="score",
-            threshold=0,
+            **OUTAGE,
             max_retries=0,
             connect_timeout=2,
         )
