@@ -21,6 +21,7 @@ import pytest
 from langchain_specreason import ChatSpecReason
 from langchain_specreason.serving.fetch import model_dir
 from tests.conftest import LOG_DIR, start_serve
+from tests.helpers import greedy
 
 pytestmark = pytest.mark.integration
 
@@ -107,11 +108,7 @@ async def test_the_think_family_gets_its_steps_and_answer(parsing_server, stream
         draft_url=parsing_server,
         base_url=parsing_server,
         family="think",
-        temperature=0,
-        seed=0,
-        budget=48,
-        step_max_tokens=16,
-        answer_max_tokens=16,
+        **greedy(48, 16, 16),
     )
     if streamed:
         chunks = [c async for c in llm.astream(QUESTION)]
