@@ -6,7 +6,7 @@ Two parts:
   OpenAI servers (seconds, a few MB): where requests land, what the router forwards, a
   replica killed under it;
 - ``specreason serve --profile cpu-test --replicas 2`` on real vLLM servers (4 servers of
-  the 135M, see ``SMALL``): the base prefix-cache hit rate of one ChatSpecReason run's judge
+  the 135M, see ``TINY_PAIR``): the base prefix-cache hit rate of one ChatSpecReason run's judge
   calls per replica (each replica's own ``/metrics``) with the routing key, without it, and on
   one server alone;
   one replica of each role killed mid-run; Ctrl-C. These run after the session's pair is
@@ -38,6 +38,7 @@ from langchain_specreason.serving.launcher import Launcher, check_port_free
 from langchain_specreason.serving.profiles import load_profile
 from langchain_specreason.serving.replicas import RouterSpec, router_command
 from tests.conftest import LOG_DIR, ServeProcess, left_running, start_serve
+from tests.helpers import TINY_PAIR
 
 pytestmark = pytest.mark.integration
 
@@ -188,24 +189,11 @@ async def test_router_pins_a_key_to_one_replica_forwards_the_key_and_fails_over(
 
 # --- real vLLM servers ----------------------------------------------------------------------
 
-KV_BYTES = 256 * 2**20
-SMALL = (
-    "--base-model",
-    "smollm2-135m",
-    *(
-        flag
-        for role in ("draft", "base")
-        for flag in (
-            f"--{role}-env",
-            "VLLM_CPU_KVCACHE_SPACE=",  # "" unsets it for vLLM
-            f"--{role}-arg=--kv-cache-memory-bytes={KV_BYTES}",
-        )
-    ),
-)
-"""What these tests measure is routing, caching and failover, not answers: the draft model
-serves the base pools too, and every replica gets 256 MiB of KV cache (about 5,800 tokens of
-the 135M at 45 KiB a token; one full 4096-token sequence fits). Four cpu-test servers with the
-profile's models took 20.7 GiB (serve/README.md): more than a 24 GB CI machine had free."""
+# What these tests measure is routing, caching and failover, not answers: TINY_PAIR has the
+# draft model serve the base pools too, and every replica gets 256 MiB of KV cache (about
+# 5,800 tokens of the 135M at 45 KiB a token; one full 4096-token sequence fits). Four cpu-test
+# servers with the profile's models took 20.7 GiB (serve/README.md): more than a 24 GB CI
+# machine had free.
 NEEDED_GB = 14.0
 """Refuse to start below this: measured 11.7 GiB PSS for the tree after start (available
 memory 22.3 GB before, 11.1 GB after; ``runs/test-logs/replicas.json``)."""
@@ -250,7 +238,7 @@ def pool() -> Iterator[Pool]:
         str(BASE_PORT),
         "--replica-port",
         str(FIRST),
-        *SMALL,
+        *TINY_PAIR,
         log_dir=LOG_DIR / "replicas",
         timeout=1800.0,
         name="serve-replicas",
