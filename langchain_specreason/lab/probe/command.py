@@ -24,7 +24,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from ...config import SpecReasonConfig
+from ...config import SpecReasonConfig, add_config_flags
 from ...endpoint import ChatRequest, Endpoint, endpoint_pair
 from ...errors import ConfigError
 from ...formats import PromptFormat, get_format
@@ -92,7 +92,7 @@ def add_parser(subparsers: Any) -> None:
         help="prompts whose drafted steps are judged (4)",
     )
     p.add_argument("--judge-steps", type=int, default=3, help="steps drafted per prompt (3)")
-    p.add_argument("--step-max-tokens", type=int, default=96, help="cap on a drafted step (96)")
+    add_config_flags(p, ["step_max_tokens"], step_max_tokens=96)
     p.add_argument(
         "--prefill-tokens", type=int, default=512, help="prompt length of the prefill test"
     )

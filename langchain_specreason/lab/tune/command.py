@@ -38,7 +38,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from ...config import SpecReasonConfig, config_default, judge_settings
+from ...config import SpecReasonConfig, add_config_flags, config_default, judge_settings
 from ...endpoint import endpoint_pair
 from ...errors import ConfigError
 from ...serving.profiles import load_profile
@@ -189,8 +189,7 @@ def add_parser(subparsers: Any) -> None:
         default=0.0,
         help="accuracy below the base model's that is tolerated (default 0)",
     )
-    p.add_argument("--budget", type=int, default=1024, help="reasoning tokens (default 1024)")
-    p.add_argument("--answer-max-tokens", type=int, default=512)
+    add_config_flags(p, ["budget", "answer_max_tokens"], budget=1024, answer_max_tokens=512)
     p.add_argument(
         "--probe",
         metavar="SUMMARY",
