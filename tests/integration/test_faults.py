@@ -63,11 +63,12 @@ def model(draft_url: str, base_url: str, **kwargs) -> ChatSpecReason:
 
 
 async def test_32_concurrent_requests_at_the_defaults_lose_no_step(pair):
-    # The library's defaults (judge, thresholds, temperature, lookahead, max_concurrency,
-    # answer_max_tokens), 32 runs at once; only the budget is lowered (the tiny test models
-    # often loop until it is spent: 32 x 8192 tokens would not fit CI's time).
+    # The library's defaults (judge, thresholds, temperature, lookahead, max_concurrency),
+    # 32 runs at once; only the budget and the answer's cap are lowered (the tiny test models
+    # often loop until a cap is spent: 32 x (8192 + 1024) tokens would not fit CI's time; with
+    # caps of 256 + 1024 this test took 476 s of a clean-clone CI run, with 256 + 128 254 s).
     draft_url, base_url = pair
-    llm = ChatSpecReason(draft_url=draft_url, base_url=base_url, budget=256)
+    llm = ChatSpecReason(draft_url=draft_url, base_url=base_url, budget=256, answer_max_tokens=128)
     graph = llm.graph  # what the chat model runs, with its events
     prompts = [f"What is {n} * 7? Think step by step." for n in range(11, 43)]
     before = await scrape(base_url)
