@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypedDict, Unpack
+from typing import Any, Literal
 
 from ...errors import ConfigError, InputError
 
@@ -80,15 +80,6 @@ def guess_grader(gold: str) -> Grader:
     if len(text) == 1 and text in LETTERS:
         return "choice"
     return "math"
-
-
-class JsonlFields(TypedDict, total=False):
-    """How a JSONL problem set names its fields and grades its answers (:func:`load_jsonl`)."""
-
-    question_field: str
-    answer_field: str
-    id_field: str | None
-    grader: Grader | Literal["auto"]
 
 
 def load_jsonl(
@@ -213,17 +204,18 @@ def is_file_dataset(name: str) -> bool:
 def load_problems(
     name: str,
     *,
+    question_field: str = "question",
+    answer_field: str = "answer",
+    id_field: str | None = None,
+    grader: Grader | Literal["auto"] = "auto",
     limit: int | None = None,
     seed: int = 0,
     offset: int = 0,
-    **fields: Unpack[JsonlFields],
 ) -> list[Problem]:
     """``limit`` problems of a built-in dataset or of a local JSONL file, from ``offset``.
 
-    ``offset=100, limit=40``: problems 101-140 of the dataset's order; ``fields`` go to
-    :func:`load_jsonl` (a built-in dataset has its own).
+    ``offset=100, limit=40``: problems 101-140 of the dataset's order.
     """
-    grader = fields.get("grader", "auto")
     if limit is not None and limit <= 0:
         raise ConfigError(f"--limit must be a positive integer, got {limit}")
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
@@ -234,7 +226,13 @@ def load_problems(
         problems = BUILTIN[name](seed)
         where = name
     elif is_file_dataset(name):
-        problems = load_jsonl(Path(name), **fields)
+        problems = load_jsonl(
+            Path(name),
+            question_field=question_field,
+            answer_field=answer_field,
+            id_field=id_field,
+            grader=grader,
+        )
         where = name
     else:
         raise ConfigError(
