@@ -49,6 +49,5 @@ def add_judge_flag(group: Any, lead: str, default: str = DEFAULT_JUDGE) -> None:
     group.add_argument(
         "--judge",
         default=default,
-        help=f"{lead.format(judges=', '.join(judge_specs()))}; a+b cascades "
-        f"(default: {DEFAULT_JUDGE})",
+        help=f"{lead.format(judges=', '.join(judge_specs()))}; a+b cascades (default: {default})",
     )
