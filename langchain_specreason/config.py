@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 import json
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal, Self, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -39,15 +39,38 @@ DEFAULT_JUDGE = "arithmetic+likelihood"
 `specreason bench judges` (see the README). ``score`` is SpecReason's original judge."""
 
 
-class SpecReasonConfig(BaseModel):
-    """Settings of one SpecReason run (see :mod:`langchain_specreason.state` for the terms).
+class Settings(BaseModel):
+    """Immutable, validated settings whose fields' docstrings are their flags' help.
 
-    Immutable; ``config.replace(threshold=5)`` returns a validated copy.
+    A bad value raises one :class:`~.errors.ConfigError` naming the field;
+    :func:`add_settings_flags` makes a subclass's flags and :meth:`from_args` reads them back.
+    :class:`SpecReasonConfig` is one; the lab's router training is another.
     """
 
     model_config = ConfigDict(
         frozen=True, extra="forbid", use_attribute_docstrings=True, validate_default=True
     )
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise ConfigError(describe_errors(exc)) from None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Self:
+        """The settings of the flags :func:`add_settings_flags` made (others: the defaults)."""
+        return cls(**{name: getattr(args, name) for name in cls.model_fields if name in args})
+
+
+class SpecReasonConfig(Settings):
+    """Settings of one SpecReason run (see :mod:`langchain_specreason.state` for the terms).
+
+    Immutable; ``config.replace(threshold=5)`` returns a validated copy.
+    """
+
+    def __init__(self, **data: Any) -> None:  # settings are often built from dicts: untyped
+        super().__init__(**data)
 
     verify: Literal["judge", "agree"] = "judge"
     """How a draft step is checked. ``judge``: the judge reads it (SpecReason). ``agree``: the
@@ -124,12 +147,6 @@ class SpecReasonConfig(BaseModel):
     """Which model writes the final answer after the thinking."""
     answer_max_tokens: int = Field(1024, gt=0)
     """Cap on the tokens of the final answer."""
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise ConfigError(describe_errors(exc)) from None
 
     @model_validator(mode="after")
     def _known_judge(self) -> SpecReasonConfig:
@@ -247,22 +264,41 @@ _NAMES = {
 def add_config_flags(parser: Any, names: Iterable[str], **defaults: Any) -> None:
     """``--name`` flags for the given :class:`SpecReasonConfig` fields on an argparse parser.
 
-    Help comes from the field's docstring, type from its annotation, default from the config
-    or from ``defaults`` (a command's own, e.g. temperature 0 for a benchmark).
+    As :func:`add_settings_flags`; the knobs that name a registered part (``judge``,
+    ``agree_rule``) list the names in their help.
     """
-    for name in names:
-        field = SpecReasonConfig.model_fields[name]
+    add_settings_flags(parser, SpecReasonConfig, names, more_help=_NAMES, **defaults)
+
+
+def add_settings_flags(
+    parser: Any,
+    settings: type[Settings],
+    names: Iterable[str] | None = None,
+    *,
+    more_help: Mapping[str, Callable[[], str]] | None = None,
+    **defaults: Any,
+) -> None:
+    """``--name`` flags for fields of ``settings`` (every field unless ``names`` are given).
+
+    Help comes from the field's docstring, type from its annotation, default from the field
+    or from ``defaults`` (a command's own, e.g. temperature 0 for a benchmark); ``more_help``
+    adds a field's text made when the flags are (e.g. the names a registry holds).
+    """
+    fields = settings.model_fields
+    for name in fields if names is None else names:
+        field = fields[name]
         default = defaults.get(name, field.default)
         flag = "--" + name.replace("_", "-")
         help_text = (field.description or "").split(". ")[0].rstrip(".").replace("``", "")
-        help_text = help_text.replace("%", "%%") + _NAMES.get(name, lambda: "")()
+        more = (more_help or {}).get(name)
+        help_text = help_text.replace("%", "%%") + (more() if more else "")
         if field.annotation is bool:
             parser.add_argument(
                 flag, action=argparse.BooleanOptionalAction, default=default, help=help_text
             )
             continue
         choices = get_args(field.annotation) if get_origin(field.annotation) is Literal else None
-        kinds: dict[Any, type] = {int: int, float: float, int | None: int}
+        kinds: dict[Any, type] = {int: int, float: float, int | None: int, float | None: float}
         kind = kinds.get(field.annotation, str)
         parser.add_argument(
             flag,

@@ -14,6 +14,7 @@ import pytest
 
 from langchain_specreason.arbitrage.features import LabelledStep
 from langchain_specreason.lab.training.labels_file import load_labels
+from langchain_specreason.lab.training.settings import TrainSettings
 from langchain_specreason.lab.training.train import evaluate_loss, train_router
 from langchain_specreason.serving.fetch import fetch
 
@@ -58,11 +59,8 @@ def test_training_lowers_the_loss_and_saves_a_classifier_folder(tmp_path):
         steps,
         out,
         base_model=base,
-        max_steps=6,
-        batch_size=4,
-        held_out=0.25,
+        settings=TrainSettings(max_steps=6, batch_size=4, held_out=0.25, threads=1),
         progress=False,
-        threads=1,
     )
     after = evaluate_loss(out, steps, threads=1)
 

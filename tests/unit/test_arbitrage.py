@@ -17,6 +17,7 @@ from langchain_specreason.graph import create_specreason_graph
 from langchain_specreason.judges import BaseModelScorer
 from langchain_specreason.lab.shared.modes import Run, expand_runs, parse_taus
 from langchain_specreason.lab.training.label import labelled_steps
+from langchain_specreason.lab.training.settings import OracleSettings
 
 from .fakes import ScriptedEndpoint, is_judge, partial_of, score, step
 
@@ -162,7 +163,13 @@ async def test_label_problems_concurrently_then_resume(tmp_path):
     draft = ScriptedEndpoint("draft", draft_handler)
     base = ScriptedEndpoint("base", base_handler)
     summary = await label_problems(
-        draft, base, problems, tmp_path, config=SpecReasonConfig(), concurrency=2, progress=False
+        draft,
+        base,
+        problems,
+        tmp_path,
+        config=SpecReasonConfig(),
+        settings=OracleSettings(concurrency=2),
+        progress=False,
     )
     assert (summary.problems_done, summary.steps, summary.escalated) == (3, 9, 3)
     lines = [json.loads(x) for x in (tmp_path / "labels.jsonl").read_text().splitlines()]
@@ -176,16 +183,8 @@ async def test_label_problems_concurrently_then_resume(tmp_path):
     )
     assert (again.problems_done, again.problems_skipped) == (0, 3)
     assert len(base.requests) == calls  # nothing redone
-    with pytest.raises(ConfigError, match="concurrency must be at least 1"):
-        await label_problems(
-            draft,
-            base,
-            problems,
-            tmp_path,
-            config=SpecReasonConfig(),
-            concurrency=0,
-            progress=False,
-        )
+    with pytest.raises(ConfigError, match="concurrency: Input should be greater than or equal"):
+        OracleSettings(concurrency=0)
 
 
 class ScoringBase(ScriptedEndpoint):
@@ -229,7 +228,7 @@ async def test_label_with_the_likelihood_scorer(tmp_path):
         problems,
         tmp_path,
         config=SpecReasonConfig(),
-        scorer="likelihood",
+        settings=OracleSettings(scorer="likelihood"),
         progress=False,
     )
     rows = [json.loads(x) for x in (tmp_path / "labels.jsonl").read_text().splitlines()]
@@ -241,16 +240,6 @@ async def test_label_with_the_likelihood_scorer(tmp_path):
         assert row["draft_score"] <= 0 and row["base_score"] <= 0
 
 
-async def test_label_rejects_an_unknown_scorer(tmp_path):
-    from langchain_specreason.lab.training.label import label_problems
-
-    with pytest.raises(ConfigError, match="unknown step scorer 'vibes'"):
-        await label_problems(
-            ScriptedEndpoint("draft", draft_handler),
-            ScoringBase(),
-            [],
-            tmp_path,
-            config=SpecReasonConfig(),
-            scorer="vibes",
-            progress=False,
-        )
+def test_label_rejects_an_unknown_scorer():
+    with pytest.raises(ConfigError, match="scorer: Input should be 'score' or 'likelihood'"):
+        OracleSettings(scorer="vibes")

@@ -9,6 +9,7 @@ import pytest
 
 from langchain_specreason.errors import ConfigError, InputError
 from langchain_specreason.lab.training.labels_file import load_labels
+from langchain_specreason.lab.training.settings import OracleSettings, TrainSettings
 from langchain_specreason.lab.training.train import _plan, train_router
 
 
@@ -83,7 +84,9 @@ def test_one_class_only(tmp_path, fake_model):
     # the margin decides the labels: every advantage of 1.0 is "keep" at margin 1.0
     labels = [step("a", i, 1.0) for i in range(3)]
     with pytest.raises(InputError, match="change --margin"):
-        train_router(labels, tmp_path / "out", base_model=fake_model, margin=1.0)
+        train_router(
+            labels, tmp_path / "out", base_model=fake_model, settings=TrainSettings(margin=1.0)
+        )
 
 
 def test_no_labels(tmp_path, fake_model):
@@ -93,8 +96,19 @@ def test_no_labels(tmp_path, fake_model):
 
 def test_bad_settings(tmp_path, fake_model):
     labels = [step("a", 0, 1.0), step("a", 1, -1.0)]
-    with pytest.raises(ConfigError, match="held-out"):
-        train_router(labels, tmp_path / "out", base_model=fake_model, held_out=1.0)
+    for bad, named in (
+        (dict(held_out=1.0), "held_out: Input should be less than 1"),
+        (dict(epochs=0), "epochs: Input should be greater than or equal to 1"),
+        (dict(learning_rate=0.0), "learning_rate: Input should be greater than 0"),
+        (dict(max_tokens=4), "max_tokens"),
+        (dict(threads=0), "threads"),
+        (dict(max_steps=0), "max_steps"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(epoch=3), "epoch: Extra inputs are not permitted"),
+    ):
+        with pytest.raises(ConfigError, match=named) as err:
+            TrainSettings(**bad)
+        assert "\n" not in str(err.value)
     with pytest.raises(ConfigError, match="not a Hugging Face model folder"):
         train_router(labels, tmp_path / "out", base_model=tmp_path / "missing")
 
@@ -121,4 +135,20 @@ def test_single_problem_splits_by_step():
 def test_one_class_in_the_training_split(tmp_path, fake_model):
     labels = [step("a", 0, 1.0), step("b", 0, -1.0)]
     with pytest.raises(InputError, match="training split has labels of one class only"):
-        train_router(labels, tmp_path / "out", base_model=fake_model, held_out=0.5)
+        train_router(
+            labels, tmp_path / "out", base_model=fake_model, settings=TrainSettings(held_out=0.5)
+        )
+
+
+def test_the_train_flags_are_the_settings_fields():
+    from langchain_specreason.cli import build_parser
+
+    args = build_parser().parse_args(["arbitrage", "train", "--dataset", "x.jsonl"])
+    assert TrainSettings.from_args(args) == TrainSettings(threads=1)  # the command's default
+    args = build_parser().parse_args(
+        ["arbitrage", "train", "--dataset", "x", "--held-out", "0.3", "--max-steps", "5"]
+    )
+    settings = TrainSettings.from_args(args)
+    assert (settings.held_out, settings.max_steps, settings.epochs) == (0.3, 5, 3)
+    label = build_parser().parse_args(["arbitrage", "label", "--scorer", "likelihood"])
+    assert OracleSettings.from_args(label) == OracleSettings(scorer="likelihood")

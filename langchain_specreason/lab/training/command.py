@@ -17,12 +17,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ...arbitrage.features import ROUTER_MAX_TOKENS
+from ...config import add_settings_flags
 from ...errors import ConfigError
 from ..bench.command import add_generation_flags
 from ..shared.datasets import add_dataset_flags
 from ..shared.flags import add_progress_flag
 from ..shared.servers import add_server_flags, api_key_of
+from .settings import OracleSettings, TrainSettings
 
 
 def add_parser(subparsers: Any) -> None:
@@ -36,31 +37,7 @@ def add_parser(subparsers: Any) -> None:
     label.add_argument(
         "--out", help="label folder; reuse one to resume (default: runs/labels-<dataset>)"
     )
-    label.add_argument(
-        "--tau",
-        type=float,
-        default=0.0,
-        help="the oracle keeps the base step when it scores this much better",
-    )
-    label.add_argument(
-        "--score-method",
-        default="average",
-        choices=["average", "greedy"],
-        help="how the base model's score is read (default: average)",
-    )
-    label.add_argument(
-        "--scorer",
-        default="score",
-        choices=["score", "likelihood"],
-        help="what rates the draft and the base step: the base model's 0-9 "
-        "score (default) or its log-probability of the step",
-    )
-    label.add_argument(
-        "--concurrency",
-        type=int,
-        default=1,
-        help="problems labelled at once (the servers batch them; default 1)",
-    )
+    add_settings_flags(label, OracleSettings)
     add_generation_flags(label)
     add_progress_flag(label)
 
@@ -76,36 +53,7 @@ def add_parser(subparsers: Any) -> None:
         default="smollm2-135m",
         help="catalog name or folder to start from (default: smollm2-135m)",
     )
-    train.add_argument(
-        "--margin",
-        type=float,
-        default=0.0,
-        help="label 1 (escalate) when the advantage exceeds this",
-    )
-    train.add_argument("--epochs", type=int, default=3)
-    train.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
-    train.add_argument("--learning-rate", type=float, default=5e-5)
-    train.add_argument("--batch-size", type=int, default=8)
-    train.add_argument(
-        "--held-out",
-        type=float,
-        default=0.2,
-        help="share of problems held out for model selection (default: 0.2)",
-    )
-    train.add_argument(
-        "--max-tokens",
-        type=int,
-        default=ROUTER_MAX_TOKENS,
-        help="tokens the router reads, cut from the left (default: "
-        f"{ROUTER_MAX_TOKENS}); recorded in router.json for serving",
-    )
-    train.add_argument("--seed", type=int, default=0)
-    train.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch threads (default 1: faster than 2 on a shared 2-core box)",
-    )
+    add_settings_flags(train, TrainSettings, threads=1)  # 1: faster than 2 beside vLLM
     add_progress_flag(train)
 
 
@@ -125,7 +73,8 @@ async def _label(args: argparse.Namespace) -> int:
     from .label import label_problems
 
     settings = generation_settings(args)
-    config = settings.config(Run("oracle", args.tau, args.score_method))
+    oracle = OracleSettings.from_args(args)
+    config = settings.config(Run("oracle", oracle.tau, oracle.score_method))
     source = ServerSource(args.profile, args.draft_url, args.base_url, api_key=api_key_of(args))
     problems = problems_of(args)
     name = Path(args.dataset).stem if is_file_dataset(args.dataset) else args.dataset
@@ -138,10 +87,7 @@ async def _label(args: argparse.Namespace) -> int:
             out,
             config=config,
             family=settings.family,
-            score_method=args.score_method,
-            scorer=args.scorer,
-            tau=args.tau,
-            concurrency=args.concurrency,
+            settings=oracle,
             progress=not args.no_progress,
         )
     print(summary.format())
@@ -156,6 +102,7 @@ def _train(args: argparse.Namespace) -> int:
     from .labels_file import load_labels
     from .train import train_router
 
+    settings = TrainSettings.from_args(args)  # a bad flag is refused before any file is read
     path = Path(args.dataset)
     if path.is_dir():
         path = path / LABELS
@@ -176,15 +123,7 @@ def _train(args: argparse.Namespace) -> int:
         labels,
         out,
         base_model=base_model,
-        margin=args.margin,
-        epochs=args.epochs,
-        max_steps=args.max_steps,
-        learning_rate=args.learning_rate,
-        batch_size=args.batch_size,
-        held_out=args.held_out,
-        seed=args.seed,
-        max_tokens=args.max_tokens,
-        threads=args.threads,
+        settings=settings,
         progress=not args.no_progress,
     )
     print(report.format())

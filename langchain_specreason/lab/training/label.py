@@ -17,7 +17,7 @@ from langchain_core.messages import HumanMessage
 
 from ...arbitrage.features import LabelledStep, PrefixStep
 from ...arbitrage.oracle import OracleJudge
-from ...config import ScoreMethod, SpecReasonConfig
+from ...config import SpecReasonConfig
 from ...endpoint import Endpoint, TokenScorer
 from ...errors import ConfigError
 from ...formats import get_format
@@ -28,6 +28,7 @@ from ..shared.datasets import Problem
 from ..shared.grading import grade
 from ..shared.perproblem import for_each_problem, steps_note
 from ..shared.prompts import build_prompt
+from .settings import OracleSettings
 
 
 def labelled_steps(
@@ -86,35 +87,33 @@ async def label_problems(
     *,
     config: SpecReasonConfig,
     family: str = "instruct",
-    score_method: ScoreMethod = "average",
-    scorer: str = "score",
-    tau: float = 0.0,
-    concurrency: int = 1,
+    settings: OracleSettings | None = None,
     progress: bool = True,
 ) -> LabelSummary:
     """Run the oracle on each unfinished problem and append its labelled steps to ``out``.
 
-    ``concurrency`` problems run at once (vLLM batches their requests: more labels per hour;
-    latency is not what labels measure). Each problem's lines are written when it finishes.
-    ``scorer`` rates both steps: ``score`` (the base model's 0-9 rating, read with
-    ``score_method``) or ``likelihood`` (the base model's token log-probability of the step,
-    aggregated by ``config.logprob_aggregate``).
+    ``settings`` (:class:`~.settings.OracleSettings`; None: its defaults): ``concurrency``
+    problems run at once (vLLM batches their requests: more labels per hour; latency is not
+    what labels measure), and each problem's lines are written when it finishes. ``scorer``
+    rates both steps: ``score`` (the base model's 0-9 rating, read with ``score_method``) or
+    ``likelihood`` (the base model's token log-probability of the step, aggregated by
+    ``config.logprob_aggregate``).
     """
-    if concurrency < 1:
-        raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
+    settings = settings or OracleSettings()
     fmt = get_format(family)
-    if scorer == "likelihood":
+    if settings.scorer == "likelihood":
         if not isinstance(base, TokenScorer):
-            raise ConfigError("--scorer likelihood needs a vLLM base endpoint")
-        judge = OracleJudge(
-            base, LikelihoodScorer(base, fmt, logprob_aggregate=config.logprob_aggregate), tau=tau
-        )
-    elif scorer == "score":
-        judge = OracleJudge.scored_by_base(
-            base, fmt, tau=tau, score_method=score_method, top_logprobs=config.judge_top_logprobs
-        )
+            raise ConfigError("scorer likelihood needs a vLLM base endpoint")
+        scorer = LikelihoodScorer(base, fmt, logprob_aggregate=config.logprob_aggregate)
+        judge = OracleJudge(base, scorer, tau=settings.tau)
     else:
-        raise ConfigError(f"unknown step scorer {scorer!r}; scorers: score, likelihood")
+        judge = OracleJudge.scored_by_base(
+            base,
+            fmt,
+            tau=settings.tau,
+            score_method=settings.score_method,
+            top_logprobs=config.judge_top_logprobs,
+        )
     graph = create_specreason_graph(
         draft, base, judge=judge, config=config, family=fmt, name="arbitrage-oracle"
     )
@@ -134,7 +133,7 @@ async def label_problems(
         problems,
         out,
         oracle,
-        concurrency=concurrency,
+        concurrency=settings.concurrency,
         progress=progress,
         postfix=steps_note("escalated", "base-better"),
     )

@@ -42,6 +42,7 @@ from ...arbitrage.features import (
     router_text,
 )
 from ...errors import ConfigError, InputError
+from .settings import TrainSettings
 
 """What :func:`train_router` writes beside the model: how the router reads its input."""
 
@@ -121,49 +122,27 @@ def train_router(
     out: Path,
     *,
     base_model: Path,
-    margin: float = 0.0,
-    epochs: int = 3,
-    max_steps: int | None = None,
-    learning_rate: float = 5e-5,
-    batch_size: int = 8,
-    held_out: float = 0.2,
-    seed: int = 0,
-    max_tokens: int = ROUTER_MAX_TOKENS,
+    settings: TrainSettings | None = None,
     tag_authors: bool = True,
     progress: bool = True,
-    threads: int | None = None,
 ) -> TrainReport:
     """Fine-tune ``base_model`` into the router and save it to ``out`` (see the module doc).
 
-    ``threads`` caps torch's CPU threads while training (None: torch's default). On a machine
-    whose cores are busy with vLLM servers, 1 thread trains several times faster than 2.
+    ``settings`` (:class:`~.settings.TrainSettings`; None: its defaults) are the split, the
+    optimizer and the router's input length, all recorded in ``router.json``.
     """
-    _check_settings(
-        epochs=epochs,
-        max_steps=max_steps,
-        learning_rate=learning_rate,
-        batch_size=batch_size,
-        held_out=held_out,
-        max_tokens=max_tokens,
-        threads=threads,
-    )
+    settings = settings or TrainSettings()
     base_model = _check_model_dir(base_model)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"router output {out} is a file; pass a folder")
-    plan = _plan(labels, margin, held_out, seed)
-    with _torch_threads(threads), _progress_bars(progress):
+    plan = _plan(labels, settings.margin, settings.held_out, settings.seed)
+    with _torch_threads(settings.threads), _progress_bars(progress):
         return _train(
             plan,
             out,
             base_model=base_model,
-            margin=margin,
-            epochs=epochs,
-            max_steps=max_steps,
-            learning_rate=learning_rate,
-            batch_size=batch_size,
-            seed=seed,
-            max_tokens=max_tokens,
+            settings=settings,
             tag_authors=tag_authors,
             progress=progress,
         )
@@ -209,13 +188,7 @@ def _train(
     out: Path,
     *,
     base_model: Path,
-    margin: float,
-    epochs: int,
-    max_steps: int | None,
-    learning_rate: float,
-    batch_size: int,
-    seed: int,
-    max_tokens: int,
+    settings: TrainSettings,
     tag_authors: bool,
     progress: bool,
 ) -> TrainReport:
@@ -231,34 +204,35 @@ def _train(
         set_seed,
     )
 
-    set_seed(seed)  # the new head's initial weights
+    set_seed(settings.seed)  # the new head's initial weights
     tokenizer = _tokenizer(base_model)
     model = AutoModelForSequenceClassification.from_pretrained(
         base_model, num_labels=2, id2label=ID2LABEL, label2id=LABEL2ID, dtype=torch.float32
     )
     model.config.pad_token_id = tokenizer.pad_token_id
-    train_set = _encode(tokenizer, plan, plan.train_idx, max_tokens, tag_authors)
-    held_set = _encode(tokenizer, plan, plan.held_idx, max_tokens, tag_authors)
+    train_set = _encode(tokenizer, plan, plan.train_idx, settings.max_tokens, tag_authors)
+    held_set = _encode(tokenizer, plan, plan.held_idx, settings.max_tokens, tag_authors)
     advantages = [float(plan.labels[i]["advantage"]) for i in plan.held_idx]
 
     def compute_metrics(pred: EvalPrediction) -> dict[str, float]:
         logits = pred.predictions[0] if isinstance(pred.predictions, tuple) else pred.predictions
         return _metrics(logits, pred.label_ids, advantages)
 
-    total = max_steps or math.ceil(len(train_set) / batch_size) * epochs
+    batches = math.ceil(len(train_set) / settings.batch_size)
+    total = settings.max_steps or batches * settings.epochs
     evaluate = bool(held_set)
     with tempfile.TemporaryDirectory(prefix="specreason-router-") as tmp:
         args = TrainingArguments(
             output_dir=tmp,
             use_cpu=True,
             report_to=[],
-            seed=seed,
-            data_seed=seed,
-            num_train_epochs=epochs,
-            max_steps=max_steps or -1,
-            learning_rate=learning_rate,
-            per_device_train_batch_size=batch_size,
-            per_device_eval_batch_size=batch_size,
+            seed=settings.seed,
+            data_seed=settings.seed,
+            num_train_epochs=settings.epochs,
+            max_steps=settings.max_steps or -1,
+            learning_rate=settings.learning_rate,
+            per_device_train_batch_size=settings.batch_size,
+            per_device_eval_batch_size=settings.batch_size,
             logging_strategy="steps",
             logging_steps=max(1, total // 50),
             logging_first_step=True,
@@ -315,10 +289,11 @@ def _train(
         tokenizer,
         out,
         {
-            "max_tokens": max_tokens,
+            "max_tokens": settings.max_tokens,
             "truncation_side": "left",
             "tag_authors": tag_authors,
-            "margin": margin,
+            "margin": settings.margin,
+            "settings": settings.model_dump(),
             "base_model": str(base_model),
             "metrics": report.metrics,
             "train_examples": report.train_examples,
@@ -383,32 +358,6 @@ def evaluate_loss(
             total += float(loss)
             count += len(chunk)
     return total / count
-
-
-def _check_settings(
-    *,
-    epochs: int,
-    max_steps: int | None,
-    learning_rate: float,
-    batch_size: int,
-    held_out: float,
-    max_tokens: int,
-    threads: int | None,
-) -> None:
-    if epochs < 1:
-        raise ConfigError(f"epochs must be at least 1, got {epochs}")
-    if max_steps is not None and max_steps < 1:
-        raise ConfigError(f"max steps must be at least 1, got {max_steps}")
-    if not learning_rate > 0:
-        raise ConfigError(f"learning rate must be positive, got {learning_rate}")
-    if batch_size < 1:
-        raise ConfigError(f"batch size must be at least 1, got {batch_size}")
-    if not 0 <= held_out < 1:
-        raise ConfigError(f"held-out share must be in [0, 1), got {held_out}")
-    if max_tokens < 8:
-        raise ConfigError(f"max tokens must be at least 8, got {max_tokens}")
-    if threads is not None and threads < 1:
-        raise ConfigError(f"threads must be at least 1, got {threads}")
 
 
 @contextmanager
