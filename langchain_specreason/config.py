@@ -275,6 +275,7 @@ def add_settings_flags(
     settings: type[Settings],
     names: Iterable[str] | None = None,
     *,
+    flags: Mapping[str, str] | None = None,
     more_help: Mapping[str, Callable[[], str]] | None = None,
     **defaults: Any,
 ) -> None:
@@ -282,19 +283,25 @@ def add_settings_flags(
 
     Help comes from the field's docstring, type from its annotation, default from the field
     or from ``defaults`` (a command's own, e.g. temperature 0 for a benchmark); ``more_help``
-    adds a field's text made when the flags are (e.g. the names a registry holds).
+    adds a field's text made when the flags are (e.g. the names a registry holds). ``flags``
+    spells a field's flag otherwise (``{"max_tokens": "--rollout-max-tokens"}``); the value
+    lands under the field's name all the same, for :meth:`Settings.from_args`.
     """
     fields = settings.model_fields
     for name in fields if names is None else names:
         field = fields[name]
         default = defaults.get(name, field.default)
-        flag = "--" + name.replace("_", "-")
+        flag = (flags or {}).get(name, "--" + name.replace("_", "-"))
         help_text = (field.description or "").split(". ")[0].rstrip(".").replace("``", "")
         more = (more_help or {}).get(name)
         help_text = help_text.replace("%", "%%") + (more() if more else "")
         if field.annotation is bool:
             parser.add_argument(
-                flag, action=argparse.BooleanOptionalAction, default=default, help=help_text
+                flag,
+                dest=name,
+                action=argparse.BooleanOptionalAction,
+                default=default,
+                help=help_text,
             )
             continue
         choices = get_args(field.annotation) if get_origin(field.annotation) is Literal else None
@@ -302,6 +309,8 @@ def add_settings_flags(
         kind = kinds.get(field.annotation, str)
         parser.add_argument(
             flag,
+            dest=name,
+            metavar=None if choices else flag.lstrip("-").replace("-", "_").upper(),
             type=kind,
             default=default,
             choices=choices,

@@ -65,7 +65,7 @@ def test_rate_advantage_and_harm() -> None:
 
 
 def test_settings_are_checked() -> None:
-    with pytest.raises(ConfigError, match="m must be"):
+    with pytest.raises(ConfigError, match="m: Input should be greater than or equal to 1"):
         RolloutSettings(m=0)
     with pytest.raises(ConfigError, match="harmful_gap"):
         RolloutSettings(harmful_gap=0)

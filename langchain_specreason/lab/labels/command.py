@@ -18,8 +18,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ...config import add_settings_flags
 from ..shared.flags import add_output_flags, add_sample_flags
 from ..shared.servers import add_server_flags, api_key_of
+from .rollout import RolloutSettings
+
+ROLLOUT_FLAGS = ("m", "temperature", "max_tokens", "max_steps", "harmful_gap")
+"""The rollout knobs ``label`` takes as flags (``max_tokens`` as ``--rollout-max-tokens``)."""
 
 
 def add_parser(subparsers: Any) -> None:
@@ -33,15 +38,8 @@ def add_parser(subparsers: Any) -> None:
     add_sample_flags(p, "gsm8k-train (default) or a .jsonl path; never a test split")
     p.add_argument("--offset", type=int, default=0, help="start of the range in the shuffle")
     p.add_argument("--count", type=int, default=80, help="problems in the range")
-    p.add_argument("--m", type=int, default=4, help="rollouts per side (default 4)")
-    p.add_argument("--temperature", type=float, default=0.7, help="rollout temperature")
-    p.add_argument("--rollout-max-tokens", type=int, default=512)
-    p.add_argument("--max-steps", type=int, default=8, help="labelled steps per trace")
-    p.add_argument(
-        "--harmful-gap",
-        type=float,
-        default=0.5,
-        help="harmful: the base step's success rate is this much higher",
+    add_settings_flags(
+        p, RolloutSettings, ROLLOUT_FLAGS, flags={"max_tokens": "--rollout-max-tokens"}
     )
     p.add_argument("--budget", type=int, default=1024, help="draft trace budget (tokens)")
     p.add_argument("--concurrency", type=int, default=2, help="problems in flight")
@@ -55,7 +53,6 @@ async def run(args: argparse.Namespace) -> int:
     from ...serving.profiles import load_profile
     from ..shared.datasets import load_problems
     from ..shared.servers import ServerSource
-    from .rollout import RolloutSettings
     from .run import label_problems, sample_problems
 
     if args.dataset in ("gsm8k", "math500") or "test" in Path(args.dataset).name:
@@ -63,13 +60,7 @@ async def run(args: argparse.Namespace) -> int:
             f"--dataset {args.dataset}: labels are made on dev problems only "
             "(gsm8k-train or a train file); test problems are for reports"
         )
-    settings = RolloutSettings(
-        m=args.m,
-        temperature=args.temperature,
-        max_tokens=args.rollout_max_tokens,
-        max_steps=args.max_steps,
-        harmful_gap=args.harmful_gap,
-    )
+    settings = RolloutSettings.from_args(args)
     problems = sample_problems(
         load_problems(args.dataset), seed=args.seed, offset=args.offset, count=args.count
     )

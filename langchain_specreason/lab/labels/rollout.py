@@ -23,6 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pydantic import Field
+
+from ...config import Settings
 from ...endpoint import ChatRequest, Completion
 from ...formats import PromptFormat, continue_messages, step_stops
 from ...graph import step_finish
@@ -46,35 +49,26 @@ class Sampler(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class RolloutSettings:
+class RolloutSettings(Settings):
     """How steps are labelled. Every field is recorded with the labels (provenance)."""
 
-    m: int = 4
+    m: int = Field(default=4, ge=1)
     """Rollouts per side (after the draft step; after the base step)."""
     temperature: float = 0.7
     """Sampling temperature of the rollouts (the base step itself is greedy)."""
     top_p: float = 0.95
-    max_tokens: int = 512
+    """Nucleus sampling of the rollouts."""
+    max_tokens: int = Field(default=512, ge=1)
     """Cap on one rollout's tokens (a rollout cut there is graded as it stands)."""
-    step_max_tokens: int = 512
+    step_max_tokens: int = Field(default=512, ge=1)
     """Cap on the base model's own step."""
-    harmful_gap: float = 0.5
+    harmful_gap: float = Field(default=0.5, gt=0, le=1)
     """A draft step is harmful when the base step's success rate exceeds the draft step's by
     at least this much."""
-    max_steps: int = 8
+    max_steps: int = Field(default=8, ge=1)
     """Label at most the first this many steps of a trace."""
     delimiter: str = "\n\n"
-
-    def __post_init__(self) -> None:
-        from ...errors import ConfigError
-
-        if self.m < 1:
-            raise ConfigError(f"m must be at least 1, got {self.m}")
-        if not 0 < self.harmful_gap <= 1:
-            raise ConfigError(f"harmful_gap must be in (0, 1], got {self.harmful_gap}")
-        if self.max_steps < 1:
-            raise ConfigError(f"max_steps must be at least 1, got {self.max_steps}")
+    """What ends a step."""
 
 
 def success_rate(correct: Sequence[bool]) -> float:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +138,7 @@ async def label_problems(
     fmt = get_format(family)
     out.mkdir(parents=True, exist_ok=True)
     meta = {
-        "settings": asdict(settings),
+        "settings": settings.model_dump(),
         "budget": budget,
         "draft": "greedy, temperature 0",
         "base_step": "greedy, temperature 0",
