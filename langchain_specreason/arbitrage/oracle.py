@@ -11,43 +11,25 @@ from __future__ import annotations
 import asyncio
 import time
 
-from ..config import ScoreMethod
 from ..endpoint import Endpoint
-from ..formats import PromptFormat
 from ..graph.steps import step_finish
-from ..judges import BaseModelScorer, Rewrite, StepContext, StepScorer, Verdict
+from ..judges import Rewrite, StepContext, StepScorer, Verdict
 
 
 class OracleJudge:
     """Escalate exactly where the base model's step scores better (labeller, upper bound).
 
-    Example::
+    ``scorer`` rates both steps: :class:`~langchain_specreason.judges.BaseModelScorer` (the
+    base model's 0-9 score) or :class:`~langchain_specreason.judges.LikelihoodScorer`. Example::
 
-        judge = OracleJudge.scored_by_base(base, get_format("instruct"))
-        graph = create_specreason_graph(draft, base, judge=judge)
+        scorer = BaseModelScorer(base, get_format("instruct"), score_method="average")
+        graph = create_specreason_graph(draft, base, judge=OracleJudge(base, scorer))
     """
 
     def __init__(self, base: Endpoint, scorer: StepScorer, *, tau: float = 0.0) -> None:
         self.base = base
         self.scorer = scorer
         self.tau = tau
-
-    @classmethod
-    def scored_by_base(
-        cls,
-        base: Endpoint,
-        fmt: PromptFormat,
-        *,
-        tau: float = 0.0,
-        score_method: ScoreMethod = "average",
-        top_logprobs: int = 10,
-    ) -> OracleJudge:
-        """The oracle with the base model's own 0-9 score as the step scorer."""
-        return cls(
-            base,
-            BaseModelScorer(base, fmt, score_method=score_method, top_logprobs=top_logprobs),
-            tau=tau,
-        )
 
     async def judge(self, ctx: StepContext) -> Verdict:
         """Write the base step, score both, keep the better one."""

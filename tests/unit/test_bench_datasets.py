@@ -10,6 +10,7 @@ import pytest
 
 from langchain_specreason import ConfigError, InputError
 from langchain_specreason.lab.shared.datasets import (
+    JsonlFields,
     Problem,
     guess_grader,
     load_problems,
@@ -32,7 +33,7 @@ def test_local_jsonl_with_custom_fields(tmp_path):
             {"q": "Simplify 2/4.", "a": "\\frac{1}{2}", "key": "third"},
         ],
     )
-    problems = load_problems(str(path), question_field="q", answer_field="a", id_field="key")
+    problems = load_problems(str(path), fields=JsonlFields(question="q", answer="a", id="key"))
     assert problems == [
         Problem("first", "What is 2+3?", "5", "number"),
         Problem("second", "Pick one.\nA) x\nB) y", "B", "choice"),
@@ -78,7 +79,7 @@ def test_duplicate_ids_are_refused(tmp_path):
         [{"question": "a", "answer": "1", "id": 7}, {"question": "b", "answer": "2", "id": 7}],
     )
     with pytest.raises(InputError, match="'7' appears more than once"):
-        load_problems(str(path), id_field="id")
+        load_problems(str(path), fields=JsonlFields(id="id"))
 
 
 def test_unknown_dataset_and_missing_file(tmp_path):
@@ -88,6 +89,8 @@ def test_unknown_dataset_and_missing_file(tmp_path):
         load_problems(str(tmp_path / "nope.jsonl"))
     with pytest.raises(ConfigError, match="--limit"):
         load_problems("gsm8k", limit=0)
+    with pytest.raises(ConfigError, match="unknown grader 'vibes'; graders: auto, number"):
+        JsonlFields(grader="vibes")
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from ...endpoint import Endpoint, OpenAIEndpoint, endpoint_pair
 from ...errors import ConfigError, ContextLengthError, EndpointError
 from ...formats import get_format, to_openai_messages
 from ...graph import create_specreason_graph
-from ...judges import Judge
+from ...judges import BaseModelScorer, Judge
 from ...state import Decision, StepRecord
 from ...stats import SpecReasonStats
 from ..shared.datasets import Problem
@@ -178,9 +178,8 @@ def mode_judge(
             return RouterJudge.from_folder(router, router_folder, tau=tau)
         return RouterJudge(router, tau=tau)
     if run.mode == "oracle":
-        return OracleJudge.scored_by_base(
-            base, get_format(settings.family), tau=run.threshold or 0.0
-        )
+        scorer = BaseModelScorer(base, get_format(settings.family), score_method="average")
+        return OracleJudge(base, scorer, tau=run.threshold or 0.0)
     return None
 
 

@@ -7,7 +7,7 @@ Built in:
   GPQA is gated, so it needs an accepted licence and ``HF_TOKEN``). GPQA's four choices are
   shuffled with a seed, per problem.
 
-Any local JSONL works too: ``load_problems("file.jsonl", question_field=..., answer_field=...)``.
+Any local JSONL works too: ``load_problems("file.jsonl", fields=JsonlFields(question="q"))``.
 """
 
 from __future__ import annotations
@@ -82,24 +82,35 @@ def guess_grader(gold: str) -> Grader:
     return "math"
 
 
-def load_jsonl(
-    path: Path,
-    *,
-    question_field: str = "question",
-    answer_field: str = "answer",
-    id_field: str | None = None,
-    grader: Grader | Literal["auto"] = "auto",
-) -> list[Problem]:
-    """Problems of a local JSONL file (ids: ``id_field``, else the line number)."""
-    required = (question_field, answer_field) + ((id_field,) if id_field else ())
+@dataclass(frozen=True)
+class JsonlFields:
+    """Where a local JSONL file keeps each problem's parts, and how its answers are graded."""
+
+    question: str = "question"
+    answer: str = "answer"
+    id: str | None = None
+    """The field of the problem's id (None: ``line-N``, its line number)."""
+    grader: Grader | Literal["auto"] = "auto"
+    """How answers are graded (``auto``: guessed per gold answer)."""
+
+    def __post_init__(self) -> None:
+        if self.grader != "auto" and self.grader not in GRADERS:
+            raise ConfigError(
+                f"unknown grader {self.grader!r}; graders: auto, {', '.join(GRADERS)}"
+            )
+
+
+def load_jsonl(path: Path, fields: JsonlFields = JsonlFields()) -> list[Problem]:
+    """Problems of a local JSONL file, read as ``fields`` say."""
+    required = (fields.question, fields.answer) + ((fields.id,) if fields.id else ())
     problems = []
     for number, row in read_jsonl(path, required):
-        gold = str(row[answer_field])
-        kind = guess_grader(gold) if grader == "auto" else grader
+        gold = str(row[fields.answer])
+        kind = guess_grader(gold) if fields.grader == "auto" else fields.grader
         if kind == "number":
             gold = gsm8k_gold(gold)
-        pid = str(row[id_field]) if id_field else f"line-{number}"
-        problems.append(Problem(pid, str(row[question_field]), gold.strip(), kind))
+        pid = str(row[fields.id]) if fields.id else f"line-{number}"
+        problems.append(Problem(pid, str(row[fields.question]), gold.strip(), kind))
     return problems
 
 
@@ -204,35 +215,25 @@ def is_file_dataset(name: str) -> bool:
 def load_problems(
     name: str,
     *,
-    question_field: str = "question",
-    answer_field: str = "answer",
-    id_field: str | None = None,
-    grader: Grader | Literal["auto"] = "auto",
+    fields: JsonlFields = JsonlFields(),
     limit: int | None = None,
     seed: int = 0,
     offset: int = 0,
 ) -> list[Problem]:
     """``limit`` problems of a built-in dataset or of a local JSONL file, from ``offset``.
 
-    ``offset=100, limit=40``: problems 101-140 of the dataset's order.
+    ``offset=100, limit=40``: problems 101-140 of the dataset's order. ``fields`` reads a
+    JSONL file (the built-in sets know their own).
     """
     if limit is not None and limit <= 0:
         raise ConfigError(f"--limit must be a positive integer, got {limit}")
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise ConfigError(f"--offset must be a whole number >= 0, got {offset!r}")
-    if grader != "auto" and grader not in GRADERS:
-        raise ConfigError(f"unknown grader {grader!r}; graders: auto, {', '.join(GRADERS)}")
     if name in BUILTIN:
         problems = BUILTIN[name](seed)
         where = name
     elif is_file_dataset(name):
-        problems = load_jsonl(
-            Path(name),
-            question_field=question_field,
-            answer_field=answer_field,
-            id_field=id_field,
-            grader=grader,
-        )
+        problems = load_jsonl(Path(name), fields)
         where = name
     else:
         raise ConfigError(
@@ -254,10 +255,9 @@ def problems_of(args: Any) -> list[Problem]:
     """The problems the flags of :func:`add_dataset_flags` (and ``--seed``) name."""
     return load_problems(
         args.dataset,
-        question_field=args.question_field,
-        answer_field=args.answer_field,
-        id_field=args.id_field,
-        grader=getattr(args, "grader", "auto"),
+        fields=JsonlFields(
+            args.question_field, args.answer_field, args.id_field, getattr(args, "grader", "auto")
+        ),
         limit=args.limit,
         seed=args.seed,
         offset=args.offset,

@@ -22,7 +22,7 @@ from ...endpoint import Endpoint, TokenScorer
 from ...errors import ConfigError
 from ...formats import get_format
 from ...graph import create_specreason_graph
-from ...judges import LikelihoodScorer
+from ...judges import BaseModelScorer, LikelihoodScorer, StepScorer
 from ...state import StepRecord
 from ..shared.datasets import Problem
 from ..shared.grading import grade
@@ -101,19 +101,16 @@ async def label_problems(
     """
     settings = settings or OracleSettings()
     fmt = get_format(family)
+    scorer: StepScorer
     if settings.scorer == "likelihood":
         if not isinstance(base, TokenScorer):
             raise ConfigError("scorer likelihood needs a vLLM base endpoint")
         scorer = LikelihoodScorer(base, fmt, logprob_aggregate=config.logprob_aggregate)
-        judge = OracleJudge(base, scorer, tau=settings.tau)
     else:
-        judge = OracleJudge.scored_by_base(
-            base,
-            fmt,
-            tau=settings.tau,
-            score_method=settings.score_method,
-            top_logprobs=config.judge_top_logprobs,
+        scorer = BaseModelScorer(
+            base, fmt, score_method=settings.score_method, top_logprobs=config.judge_top_logprobs
         )
+    judge = OracleJudge(base, scorer, tau=settings.tau)
     graph = create_specreason_graph(
         draft, base, judge=judge, config=config, family=fmt, name="arbitrage-oracle"
     )
