@@ -89,19 +89,15 @@ def answer_options(kwargs: dict[str, Any], default_stop: list[str] | None) -> An
 
 def run_config(run_manager: Parent | None, usage: CallUsage) -> RunnableConfig:
     """The graph's config: the caller's callbacks, and ``usage`` counting every call."""
-    config: RunnableConfig = {"callbacks": [usage]}
-    if run_manager is not None:
-        handlers = [*run_manager.inheritable_handlers, usage]
-        config["callbacks"] = AsyncCallbackManager(
-            handlers=handlers,
-            inheritable_handlers=handlers,
-            parent_run_id=run_manager.run_id,
-            tags=run_manager.inheritable_tags,
-            inheritable_tags=run_manager.inheritable_tags,
-            metadata=run_manager.inheritable_metadata,
-            inheritable_metadata=run_manager.inheritable_metadata,
-        )
-    return config
+    if run_manager is None:
+        return {"callbacks": [usage]}
+    # the chat model's run parents the graph's: langchain-core's get_child (a parent run
+    # manager's), for an LLM run manager, which has none; ``usage`` inherited by every child
+    children = AsyncCallbackManager(handlers=[], parent_run_id=run_manager.run_id)
+    children.set_handlers([*run_manager.inheritable_handlers, usage])
+    children.add_tags(run_manager.inheritable_tags)
+    children.add_metadata(run_manager.inheritable_metadata)
+    return {"callbacks": children}
 
 
 async def events(

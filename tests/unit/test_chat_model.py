@@ -133,6 +133,25 @@ def test_sync_invoke_and_stream_share_the_async_path():
 SERVER_CALLS = ("draft_step", "judge_step", "rewrite_step", "write_answer")
 
 
+async def test_the_callers_tags_and_metadata_reach_every_child_run():
+    collector = RunCollectorCallbackHandler()
+    config = {"callbacks": [collector], "tags": ["mine"], "metadata": {"who": "me"}}
+    await fake_model().ainvoke("What is 12*7?", config)
+    root = collector.traced_runs[0]
+    children: list = []
+
+    def walk(run):
+        for child in run.child_runs:
+            children.append(child)
+            walk(child)
+
+    walk(root)
+    assert {"specreason", "judge_step", "draft_step"} <= {r.name for r in children}
+    for run in children:
+        assert "mine" in run.tags, run.name
+        assert run.extra["metadata"]["who"] == "me", run.name
+
+
 async def test_tracing_has_a_child_run_per_server_call_with_step_metadata():
     # An inheritable handler, as LangSmith's tracer is (collect_runs() alone is not inherited
     # into LangGraph's node runs).
