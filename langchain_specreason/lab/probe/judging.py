@@ -29,7 +29,7 @@ class Drafted:
 
     context: StepContext
     tokens: int
-    seconds: float
+    """Tokens of the step (the draft's completion)."""
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ async def draft_steps(
             delimiter=config.delimiter,
             thinking_end=fmt.thinking_end,
         )
-        out.append(Drafted(context, done.completion_tokens, done.seconds))
+        out.append(Drafted(context, done.completion_tokens))
         texts.append(text)
         if finish != "delimiter":
             break
