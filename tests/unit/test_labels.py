@@ -155,3 +155,18 @@ def test_samples_are_seeded_and_disjoint() -> None:
     assert [p.id for p in dev] != [str(i) for i in range(20)]
     with pytest.raises(ConfigError, match="past its end"):
         sample_problems(problems, seed=3, offset=45, count=10)
+
+
+def test_the_label_flags_are_the_rollout_fields() -> None:
+    from langchain_specreason.cli import build_parser
+
+    args = build_parser().parse_args(["label", "--out", "x"])
+    assert RolloutSettings.from_args(args) == RolloutSettings()
+    args = build_parser().parse_args(
+        ["label", "--out", "x", "--rollout-max-tokens", "64", "--m", "2", "--harmful-gap", "1"]
+    )
+    settings = RolloutSettings.from_args(args)
+    assert (settings.max_tokens, settings.m, settings.harmful_gap) == (64, 2, 1.0)
+    assert settings.step_max_tokens == 512  # not a flag of `label`: the field's default
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["label", "--out", "x", "--max-tokens", "64"])
