@@ -44,7 +44,8 @@ class Settings(BaseModel):
 
     A bad value raises one :class:`~.errors.ConfigError` naming the field;
     :func:`add_settings_flags` makes a subclass's flags and :meth:`from_args` reads them back.
-    :class:`SpecReasonConfig` is one; the lab's router training is another.
+    :class:`SpecReasonConfig` is one; the lab's commands declare theirs the same way
+    (``TrainSettings``, ``OracleSettings``, ``RolloutSettings``).
     """
 
     model_config = ConfigDict(
