@@ -13,6 +13,7 @@ import argparse
 import json
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal, Self, get_args, get_origin
 
@@ -56,12 +57,31 @@ class Settings(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise ConfigError(describe_errors(exc)) from None
+            raise ConfigError(describe_errors(exc, _FLAG_NAMES.get())) from None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Self:
-        """The settings of the flags :func:`add_settings_flags` made (others: the defaults)."""
-        return cls(**{name: getattr(args, name) for name in cls.model_fields if name in args})
+        """The settings of the flags :func:`add_settings_flags` made (others: the defaults).
+
+        A bad value is a :class:`~.errors.ConfigError` naming the flag (``--held-out``). Only
+        the flags made for this class are read, not whatever else of the command shares a
+        field's name; a namespace made otherwise gives the fields it has.
+        """
+        made = (getattr(args, _FLAGS_MADE, None) or {}).get(cls.__qualname__)
+        names = made if made is not None else [n for n in cls.model_fields if n in args]
+        token = _FLAG_NAMES.set(made)
+        try:
+            return cls(**{name: getattr(args, name) for name in names})
+        finally:
+            _FLAG_NAMES.reset(token)
+
+
+_FLAG_NAMES: ContextVar[Mapping[str, str] | None] = ContextVar("flag_names", default=None)
+"""While :meth:`Settings.from_args` builds settings: the flag of each field, for its errors."""
+
+_FLAGS_MADE = "_settings_flags"
+"""The namespace attribute where :func:`add_settings_flags` lists the flags it made:
+``{settings class: {field: flag}}``."""
 
 
 class SpecReasonConfig(Settings):
@@ -244,13 +264,17 @@ def config_default(name: str) -> Any:
     return SpecReasonConfig.model_fields[name].default
 
 
-def describe_errors(exc: ValidationError) -> str:
-    """The bad settings in one line: ``threshold: Input should be ... (got 12)``."""
+def describe_errors(exc: ValidationError, flags: Mapping[str, str] | None = None) -> str:
+    """The bad settings in one line: ``threshold: Input should be ... (got 12)``.
+
+    ``flags`` names a field by its flag instead (``--threshold: ...``).
+    """
     lines = []
     for error in exc.errors():
         where = ".".join(str(part) for part in error["loc"])
         message = error["msg"].removeprefix("Value error, ")
         got = f" (got {error['input']!r})" if where and "input" in error else ""
+        where = (flags or {}).get(where, where)
         lines.append(f"{where}: {message}{got}" if where else message)
     return "; ".join(lines)
 
@@ -289,10 +313,14 @@ def add_settings_flags(
     lands under the field's name all the same, for :meth:`Settings.from_args`.
     """
     fields = settings.model_fields
+    made: dict[str, dict[str, str]] = dict(parser.get_default(_FLAGS_MADE) or {})
+    mine = made.setdefault(settings.__qualname__, {})
+    parser.set_defaults(**{_FLAGS_MADE: made})
     for name in fields if names is None else names:
         field = fields[name]
         default = defaults.get(name, field.default)
         flag = (flags or {}).get(name, "--" + name.replace("_", "-"))
+        mine[name] = flag
         help_text = (field.description or "").split(". ")[0].rstrip(".").replace("``", "")
         more = (more_help or {}).get(name)
         help_text = help_text.replace("%", "%%") + (more() if more else "")

@@ -215,3 +215,28 @@ def test_config_flags_come_from_the_config_fields():
     assert "Token budget" in parser.format_help()
     with pytest.raises(SystemExit):
         parser.parse_args(["--score-method", "median"])
+
+
+def test_settings_read_back_only_their_own_flags_and_errors_name_the_flag():
+    import argparse
+
+    from langchain_specreason.config import (
+        SpecReasonConfig,
+        add_config_flags,
+        add_settings_flags,
+    )
+
+    parser = argparse.ArgumentParser()
+    add_config_flags(parser, ["budget", "lookahead"], budget=64)
+    parser.add_argument("--threshold", type=float, nargs="+")  # the command's own, a list
+    args = parser.parse_args(["--threshold", "5", "7", "--no-lookahead"])
+    config = SpecReasonConfig.from_args(args)
+    assert (config.budget, config.lookahead) == (64, False)
+    assert config.threshold == SpecReasonConfig().threshold  # not the command's list
+    renamed = argparse.ArgumentParser()
+    add_settings_flags(renamed, SpecReasonConfig, ["budget"], flags={"budget": "--trace-budget"})
+    bad = renamed.parse_args(["--trace-budget", "0"])
+    with pytest.raises(ConfigError, match=r"^--trace-budget: Input should be greater than 0"):
+        SpecReasonConfig.from_args(bad)
+    with pytest.raises(ConfigError, match=r"^budget: Input should be greater than 0"):
+        SpecReasonConfig(budget=0)  # in Python, the field's name

@@ -150,5 +150,8 @@ def test_the_train_flags_are_the_settings_fields():
     )
     settings = TrainSettings.from_args(args)
     assert (settings.held_out, settings.max_steps, settings.epochs) == (0.3, 5, 3)
+    bad = build_parser().parse_args(["arbitrage", "train", "--dataset", "x", "--held-out", "1"])
+    with pytest.raises(ConfigError, match=r"^--held-out: Input should be less than 1"):
+        TrainSettings.from_args(bad)  # the CLI's error names the flag
     label = build_parser().parse_args(["arbitrage", "label", "--scorer", "likelihood"])
     assert OracleSettings.from_args(label) == OracleSettings(scorer="likelihood")

@@ -104,7 +104,7 @@ async def label_problems(
     scorer: StepScorer
     if settings.scorer == "likelihood":
         if not isinstance(base, TokenScorer):
-            raise ConfigError("scorer likelihood needs a vLLM base endpoint")
+            raise ConfigError("the likelihood scorer needs a vLLM base endpoint (token scoring)")
         scorer = LikelihoodScorer(base, fmt, logprob_aggregate=config.logprob_aggregate)
     else:
         scorer = BaseModelScorer(

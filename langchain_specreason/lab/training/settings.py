@@ -24,7 +24,7 @@ class OracleSettings(Settings):
     tau: float = 0.0
     """The oracle keeps the base step when it scores this much better."""
     score_method: ScoreMethod = "average"
-    """How the base model's 0-9 score is read (``scorer`` ``score``)."""
+    """How the base model's 0-9 score is read (when ``scorer`` is ``score``)."""
     scorer: Literal["score", "likelihood"] = "score"
     """What rates both steps: the base model's 0-9 score, or its log-probability of the step."""
     concurrency: int = Field(default=1, ge=1)
@@ -51,5 +51,5 @@ class TrainSettings(Settings):
     max_tokens: int = Field(default=ROUTER_MAX_TOKENS, ge=8)
     """Tokens the router reads, cut from the left; recorded in router.json for serving."""
     threads: int | None = Field(default=None, ge=1)
-    """Torch CPU threads while training (None: torch's default; on 2 cores busy with vLLM
-    servers, 1 trains several times faster than 2)."""
+    """Torch CPU threads while training; on 2 cores busy with vLLM servers, 1 trains several
+    times faster than 2 (None, in Python: torch's own choice)."""
