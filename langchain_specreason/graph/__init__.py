@@ -58,6 +58,7 @@ from .verify import after_verify, verify
 
 __all__ = [
     "NODES",
+    "Breaker",
     "Parts",
     "SpecReasonGraph",
     "apply_step",
@@ -84,6 +85,7 @@ def create_specreason_graph(
     checkpointer: Checkpointer = None,
     name: str | None = "specreason",
     context_schema: type[Any] | None = None,
+    breaker: Breaker | None = None,
 ) -> SpecReasonGraph:
     """Build the SpecReason graph over a draft and a base endpoint.
 
@@ -99,6 +101,9 @@ def create_specreason_graph(
         name: the graph's name in traces.
         context_schema: the run context's schema, shown by LangGraph Studio (the nodes do
             not read it; ``studio.py`` builds a graph per setting).
+        breaker: the draft server's circuit breaker; pass one :class:`~.breaker.Breaker` to
+            several graphs over the same draft server (a chat model's settings) so an outage
+            one of them saw is known to all; default: one of this graph's own.
 
     Returns:
         A compiled LangGraph graph. Input :class:`~.state.SpecReasonInput` (``messages``,
@@ -121,7 +126,7 @@ def create_specreason_graph(
         judge=None if agree else judge or make_judge(cfg, draft, base, fmt),
         config=cfg,
         fmt=fmt,
-        breaker=Breaker(cfg.draft_cooldown),
+        breaker=breaker or Breaker(cfg.draft_cooldown),
         rule=make_rule(cfg.agree_rule, cfg.as_dict()) if agree else None,
     )
     builder = StateGraph(
