@@ -124,10 +124,15 @@ async def read_stream(
                 if choice.finish_reason:
                     final.finish_reason = choice.finish_reason
                     final.stop_reason = (choice.model_extra or {}).get("stop_reason")
+    except EndpointError:  # our own, typed already (the overall timeout above): as it is
+        raise
     except (openai.APIError, httpx.HTTPError, json.JSONDecodeError) as exc:  # not wrapped
-        raise (endpoint_error if isinstance(exc, openai.APIError) else EndpointConnectionError)(
-            name, base_url, f"stream broke off ({type(exc).__name__}: {exc})"
-        ) from exc
+        reason = f"stream broke off ({type(exc).__name__}: {exc})"
+        if isinstance(exc, openai.APIError):  # its type follows the SDK's error
+            raise endpoint_error(name, base_url, reason, exc) from exc
+        if isinstance(exc, httpx.TimeoutException):  # a read that took longer than timeout
+            raise EndpointTimeoutError(name, base_url, reason) from exc
+        raise EndpointConnectionError(name, base_url, reason) from exc
     if final.finish_reason is None:  # a cut stream would pass for a finished answer
         raise EndpointError(
             name,

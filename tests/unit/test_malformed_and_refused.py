@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 
 import httpx2
+import openai
 import pytest
+from langchain_core.exceptions import ModelTimeoutError
 
 from langchain_specreason import SpecReasonConfig
 from langchain_specreason.endpoint import ChatRequest, OpenAIEndpoint
-from langchain_specreason.errors import EndpointError
+from langchain_specreason.errors import EndpointError, EndpointTimeoutError
 from langchain_specreason.graph import create_specreason_graph
 
 from .fakes import (
@@ -147,10 +149,44 @@ async def test_a_trickling_stream_hits_the_overall_generation_limit():
         transport=httpx2.MockTransport(handler),
     )
     got = []
-    with pytest.raises(EndpointError, match=r"took longer than timeout=0\.5 s in all"):
+    with pytest.raises(EndpointError, match=r"took longer than timeout=0\.5 s in all") as caught:
         async for item in slow.stream(REQUEST):
             got.append(item.text)
     assert 2 <= len(got) <= 8  # cut near half a second, not after all 50 pieces
+    # its own type, as a non-streamed timeout: retryable, and what the SDK's and core's
+    # timeout handlers catch; one message, not wrapped in "stream broke off"
+    assert type(caught.value) is EndpointTimeoutError
+    assert caught.value.is_retryable is True
+    assert isinstance(caught.value, openai.APITimeoutError)
+    assert isinstance(caught.value, ModelTimeoutError)
+    assert "stream broke off" not in str(caught.value)
+    assert str(caught.value).count("base endpoint at") == 1
+
+
+async def test_a_stream_whose_read_times_out_is_a_retryable_timeout():
+    async def stalls():
+        chunk = {
+            "id": "x",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "delta": {"content": "a "}, "finish_reason": None}],
+        }
+        yield f"data: {json.dumps(chunk)}\n\n".encode()
+        raise httpx2.ReadTimeout("read timed out")
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        if request.url.path.endswith("/models"):
+            return httpx2.Response(200, json=MODELS)
+        return httpx2.Response(200, content=stalls(), headers={"content-type": "text/event-stream"})
+
+    ep = OpenAIEndpoint(
+        "http://t/v1", name="base", max_retries=0, transport=httpx2.MockTransport(handler)
+    )
+    with pytest.raises(EndpointTimeoutError, match="stream broke off") as caught:
+        async for _ in ep.stream(REQUEST):
+            pass
+    assert caught.value.is_retryable is True
 
 
 async def test_the_concurrency_slot_is_released_while_a_call_waits_to_retry():
