@@ -8,7 +8,7 @@ draft step, at the end, is what matters most).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 ROUTER_CONFIG = "router.json"
 """File beside a trained router's weights holding its input settings (``max_tokens``, ...)."""
@@ -42,6 +42,8 @@ class LabelledStep(TypedDict):
     """``base_score - draft_score``."""
     escalated: bool
     """Whether the oracle kept the base step (``advantage > tau``)."""
+    harmful: NotRequired[bool]
+    """Rollout labels only: the draft step lost at least the label's ``harmful_gap``."""
 
 
 def router_text(

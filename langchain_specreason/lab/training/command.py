@@ -5,9 +5,17 @@
     specreason arbitrage label --profile cpu --dataset gsm8k-train --limit 40 --out runs/labels
     specreason arbitrage train --dataset runs/labels --out ~/.cache/langchain-specreason/routers/cpu
 
+    # rollout labels of `specreason label` are read as they are (target: the advantage)
+    specreason arbitrage cv --dataset benchmarks/labels-cpu/dev --folds 5 --margin 0 --out runs/cv
+    specreason arbitrage read --router ROUTER_DIR --dataset benchmarks/labels-cpu/heldout --out F
+
 Flags follow ``specreason bench``: ``--profile`` or ``--draft-url/--base-url``, ``--dataset``,
 ``--limit``, ``--out``. Labelling resumes in the same ``--out``; training writes a Hugging
-Face folder that vLLM serves as a classifier (the profile's ``[router]`` server).
+Face folder that vLLM serves as a classifier (the profile's ``[router]`` server). ``cv``
+trains one router per fold of whole problems and writes every step's out-of-fold
+``P(escalate)`` (resumable, a fold at a time); ``read`` reads a saved router on a label file.
+Both print the AUROC for harmful steps and the Spearman with the advantage, with 95%
+intervals (bootstrap over problems).
 """
 
 from __future__ import annotations
@@ -43,7 +51,9 @@ def add_parser(subparsers: Any) -> None:
 
     train = sub.add_parser("train", help="fine-tune the router on labelled steps")
     train.add_argument(
-        "--dataset", required=True, help="labels.jsonl, or the folder `arbitrage label` wrote"
+        "--dataset",
+        required=True,
+        help="labels.jsonl, or a label folder (`arbitrage label`, or `label`'s rollouts)",
     )
     train.add_argument("--limit", type=int, help="only the first N labelled steps")
     train.add_argument("--out", help="router folder (default: the profile's router:NAME folder)")
@@ -56,11 +66,43 @@ def add_parser(subparsers: Any) -> None:
     add_settings_flags(train, TrainSettings, threads=1)  # 1: faster than 2 beside vLLM
     add_progress_flag(train)
 
+    cv = sub.add_parser(
+        "cv", help="out-of-fold P(escalate) of every labelled step, folds of whole problems"
+    )
+    _add_train_flags(cv)
+    cv.add_argument("--folds", type=int, default=5, help="folds of whole problems (default: 5)")
+    add_settings_flags(cv, TrainSettings, threads=1)
+    add_progress_flag(cv)
+
+    read = sub.add_parser("read", help="a saved router's P(escalate) on labelled steps")
+    read.add_argument("--router", required=True, help="a folder `arbitrage train` wrote")
+    read.add_argument(
+        "--dataset", required=True, help="labels.jsonl, or a label folder (`label`, `arbitrage`)"
+    )
+    read.add_argument("--out", required=True, help="JSONL of the predictions, one line a step")
+    read.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: 1)")
+
+
+def _add_train_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--dataset", required=True, help="labels.jsonl, or a label folder (`label`, `arbitrage`)"
+    )
+    p.add_argument("--out", required=True, help="folder for oof.jsonl and summary.json")
+    p.add_argument(
+        "--base-model",
+        default="smollm2-135m",
+        help="catalog name or folder to start from (default: smollm2-135m)",
+    )
+
 
 async def run(args: argparse.Namespace) -> int:
     """``specreason arbitrage ...``: returns the process exit code."""
     if args.arbitrage_command == "label":
         return await _label(args)
+    if args.arbitrage_command == "cv":
+        return _cv(args)
+    if args.arbitrage_command == "read":
+        return _read(args)
     return _train(args)
 
 
@@ -94,30 +136,89 @@ async def _label(args: argparse.Namespace) -> int:
     return 0
 
 
-def _train(args: argparse.Namespace) -> int:
+def _base_model(name: str) -> Path:
     from ...serving.catalog import CATALOG
     from ...serving.fetch import fetch
+
+    base_model = Path(fetch(name)) if name in CATALOG else Path(name)
+    if not base_model.is_dir():
+        raise ConfigError(f"--base-model {name!r} is neither a catalog model nor a folder")
+    return base_model
+
+
+def _cv(args: argparse.Namespace) -> int:
+    import json
+
+    from .labels_file import load_labels
+    from .train import cross_validate, router_reading
+
+    settings = TrainSettings.from_args(args)
+    labels = load_labels(Path(args.dataset))
+    out = Path(args.out)
+    rows = cross_validate(
+        labels,
+        out,
+        base_model=_base_model(args.base_model),
+        settings=settings,
+        folds=args.folds,
+        progress=not args.no_progress,
+    )
+    summary = {
+        "dataset": args.dataset,
+        "base_model": args.base_model,
+        "folds": args.folds,
+        "settings": settings.model_dump(),
+        "out_of_fold": router_reading(rows),
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    print(_format_reading(summary["out_of_fold"]))
+    return 0
+
+
+def _read(args: argparse.Namespace) -> int:
+    import json
+
+    from .labels_file import load_labels
+    from .train import predict, prediction_line, router_reading
+
+    labels = load_labels(Path(args.dataset))
+    probs = predict(Path(args.router), labels, threads=args.threads)
+    rows = [prediction_line(step, p) for step, p in zip(labels, probs, strict=True)]
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    reading = router_reading(rows)
+    summary = {"router": args.router, "dataset": args.dataset, "reading": reading}
+    out.with_suffix(".summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(_format_reading(reading))
+    return 0
+
+
+def _format_reading(r: dict[str, Any]) -> str:
+    def ci(pair: Any) -> str:
+        return f"[{pair[0]:.2f}, {pair[1]:.2f}]" if pair else "[n/a]"
+
+    auroc = "n/a" if r["auroc"] is None else f"{r['auroc']:.3f}"
+    rho = "n/a" if r["spearman"] is None else f"{r['spearman']:.3f}"
+    return (
+        f"{r['steps']} steps of {r['problems']} problems, {r['harmful']} harmful: "
+        f"AUROC (harmful) {auroc} {ci(r['auroc_95'])}, "
+        f"Spearman (advantage) {rho} {ci(r['spearman_95'])}"
+    )
+
+
+def _train(args: argparse.Namespace) -> int:
     from ...serving.launcher import router_dir
-    from ..shared.perproblem import LABELS
     from .labels_file import load_labels
     from .train import train_router
 
     settings = TrainSettings.from_args(args)  # a bad flag is refused before any file is read
-    path = Path(args.dataset)
-    if path.is_dir():
-        path = path / LABELS
-    labels = load_labels(path)
+    labels = load_labels(Path(args.dataset))
     if args.limit is not None:
         if args.limit <= 0:
             raise ConfigError(f"--limit must be a positive integer, got {args.limit}")
         labels = labels[: args.limit]
-    base_model = (
-        Path(fetch(args.base_model)) if args.base_model in CATALOG else Path(args.base_model)
-    )
-    if not base_model.is_dir():
-        raise ConfigError(
-            f"--base-model {args.base_model!r} is neither a catalog model nor a folder"
-        )
+    base_model = _base_model(args.base_model)
     out = Path(args.out) if args.out else router_dir(args.profile)
     report = train_router(
         labels,

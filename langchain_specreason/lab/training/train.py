@@ -534,4 +534,201 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-__all__ = ["ROUTER_CONFIG", "TrainReport", "evaluate_loss", "train_router"]
+def problem_folds(labels: Sequence[LabelledStep], folds: int, seed: int = 0) -> list[int]:
+    """The fold of each step: problems dealt into ``folds`` folds, each problem kept whole.
+
+    The problems are sorted, shuffled with ``seed`` and dealt in turn (the same dealing as the
+    judges' cross-validation, :func:`~..judges.labelreport.cross_validated`).
+    """
+    problems = sorted({str(step["problem_id"]) for step in labels})
+    if folds < 2 or folds > len(problems):
+        raise ConfigError(
+            f"--folds must be between 2 and the number of problems ({len(problems)}), got {folds}"
+        )
+    random.Random(seed).shuffle(problems)
+    fold_of = {problem: i % folds for i, problem in enumerate(problems)}
+    return [fold_of[str(step["problem_id"])] for step in labels]
+
+
+def predict(
+    model_dir: Path,
+    labels: Sequence[LabelledStep],
+    *,
+    batch_size: int = 8,
+    threads: int | None = None,
+) -> list[float]:
+    """``P(escalate)`` of each step by a saved router, reading it as ``router.json`` says."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    model_dir = _check_model_dir(model_dir)
+    saved = _read_router_config(model_dir)
+    max_tokens = int(saved.get("max_tokens", ROUTER_MAX_TOKENS))
+    tag_authors = bool(saved.get("tag_authors", True))
+    tokenizer = _tokenizer(model_dir)
+    model = AutoModelForSequenceClassification.from_pretrained(model_dir, dtype=torch.float32)
+    model.config.pad_token_id = tokenizer.pad_token_id
+    model.eval()
+    out: list[float] = []
+    with _torch_threads(threads), torch.inference_mode():
+        for start in range(0, len(labels), batch_size):
+            chunk = labels[start : start + batch_size]
+            enc = tokenizer(
+                [_text(step, tag_authors) for step in chunk],
+                truncation=True,
+                max_length=max_tokens,
+                padding=True,
+                return_tensors="pt",
+            )
+            probs = torch.softmax(model(**enc).logits.float(), dim=-1)
+            out += [float(p) for p in probs[:, 1]]
+    return out
+
+
+OUT_OF_FOLD = "oof.jsonl"
+"""The file :func:`cross_validate` appends each fold's predictions to (read back to resume)."""
+
+
+def example_id(step: LabelledStep) -> str:
+    """``problem:step_index``, the id the judges' reports give a labelled step."""
+    return f"{step['problem_id']}:{step['step_index']}"
+
+
+def cross_validate(
+    labels: Sequence[LabelledStep],
+    out: Path,
+    *,
+    base_model: Path,
+    settings: TrainSettings,
+    folds: int = 5,
+    progress: bool = False,
+) -> list[dict[str, Any]]:
+    """Out-of-fold ``P(escalate)`` of every step: a router per fold of whole problems.
+
+    Each fold's steps are read by a router trained (``settings``, no inner held-out split, the
+    epochs decide) on the other folds' steps; one line per step is appended to
+    ``out/oof.jsonl`` as each fold ends, and a fold already there is not trained again
+    (resumable). Returns every line.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / OUT_OF_FOLD
+    fold_of = problem_folds(labels, folds, settings.seed)
+    rows = read_out_of_fold(path)
+    done = {int(row["fold"]) for row in rows}
+    fold_settings = settings.model_copy(update={"held_out": 0.0})
+    for fold in range(folds):
+        if fold in done:
+            continue
+        train = [step for step, f in zip(labels, fold_of, strict=True) if f != fold]
+        test = [step for step, f in zip(labels, fold_of, strict=True) if f == fold]
+        with tempfile.TemporaryDirectory(prefix="specreason-router-cv-") as tmp:
+            train_router(
+                train, Path(tmp), base_model=base_model, settings=fold_settings, progress=progress
+            )
+            probs = predict(Path(tmp), test, threads=settings.threads)
+        lines = [prediction_line(step, p, fold=fold) for step, p in zip(test, probs, strict=True)]
+        with path.open("a", encoding="utf-8") as f:
+            f.write("".join(json.dumps(line) + "\n" for line in lines))
+        rows += lines
+    return rows
+
+
+def prediction_line(step: LabelledStep, p: float, **extra: Any) -> dict[str, Any]:
+    """One prediction: the step's id, ``p_escalate``, its advantage and harmful flag."""
+    return {
+        "example": example_id(step),
+        **extra,
+        "p_escalate": p,
+        "advantage": float(step["advantage"]),
+        "harmful": bool(step.get("harmful", False)),
+    }
+
+
+def read_out_of_fold(path: Path) -> list[dict[str, Any]]:
+    """The prediction lines of ``path`` (none when it does not exist)."""
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """Spearman's rank correlation (mid-ranks for ties); None when either side is constant."""
+
+    def ranks(values: Sequence[float]) -> list[float]:
+        order = sorted(range(len(values)), key=lambda i: values[i])
+        out = [0.0] * len(values)
+        i = 0
+        while i < len(order):
+            j = i
+            while j < len(order) and values[order[j]] == values[order[i]]:
+                j += 1
+            for k in range(i, j):
+                out[order[k]] = (i + j + 1) / 2
+            i = j
+        return out
+
+    if len(xs) < 2:
+        return None
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
+    sxx = sum((a - mx) ** 2 for a in rx)
+    syy = sum((b - my) ** 2 for b in ry)
+    return sxy / math.sqrt(sxx * syy) if sxx and syy else None
+
+
+def router_reading(
+    rows: Sequence[dict[str, Any]], *, resamples: int = 1000, seed: int = 0
+) -> dict[str, Any]:
+    """The router's predictions read as a judge: AUROC for harmful steps and Spearman.
+
+    ``rows``: lines of :func:`prediction_line`. AUROC: how often a harmful step gets a higher
+    ``p_escalate`` than a harmless one; Spearman: ``p_escalate`` against the advantage. Both
+    with a 95% interval from a seeded bootstrap over whole problems.
+    """
+    from ..judges.labelreport import auroc_interval, problem_of
+    from ..judges.report import auroc
+    from ..shared.stats import percentile_95
+
+    keep = {row["example"]: 1.0 - float(row["p_escalate"]) for row in rows}
+    harmful = {row["example"]: bool(row["harmful"]) for row in rows}
+    ok = [s for e, s in keep.items() if not harmful[e]]
+    bad = [s for e, s in keep.items() if harmful[e]]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(problem_of(row["example"]), []).append(row)
+    keys = sorted(groups)
+    rng = random.Random(seed)
+    draws = []
+    for _ in range(resamples):
+        sample = [r for _k in keys for r in groups[keys[rng.randrange(len(keys))]]]
+        rho = spearman([r["p_escalate"] for r in sample], [r["advantage"] for r in sample])
+        if rho is not None:
+            draws.append(rho)
+    return {
+        "steps": len(rows),
+        "problems": len(keys),
+        "harmful": len(bad),
+        "auroc": auroc(ok, bad),
+        "auroc_95": auroc_interval(keep, harmful, resamples=resamples, seed=seed),
+        "spearman": spearman([r["p_escalate"] for r in rows], [r["advantage"] for r in rows]),
+        "spearman_95": percentile_95(draws) if draws else None,
+    }
+
+
+__all__ = [
+    "OUT_OF_FOLD",
+    "ROUTER_CONFIG",
+    "TrainReport",
+    "cross_validate",
+    "evaluate_loss",
+    "example_id",
+    "predict",
+    "prediction_line",
+    "problem_folds",
+    "read_out_of_fold",
+    "router_reading",
+    "spearman",
+    "train_router",
+]
