@@ -257,7 +257,14 @@ def _serve(args: argparse.Namespace) -> int:
             flush=True,
         )
     # CPU: the plan is printed (the launcher refuses it at start unless --ignore-memory-plan)
-    plan = launcher.memory_plan() if launcher.profile.device == "cpu" else None
+    plan = None
+    if launcher.profile.device == "cpu":
+        try:
+            plan = launcher.memory_plan()
+        except ConfigError as exc:  # e.g. no /proc/meminfo: the flag starts without a plan
+            if not args.ignore_memory_plan:
+                raise
+            print(f"no memory plan ({exc})", file=sys.stderr, flush=True)
     if plan is not None:
         print(plan.summary(), file=sys.stderr, flush=True)
     with launcher:

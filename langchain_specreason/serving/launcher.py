@@ -59,6 +59,7 @@ from .memory import (
     host_memory,
     kv_bytes,
     replica_kv,
+    speculative_model,
     weight_bytes,
 )
 from .processes import _last_error, _Running, check_port_free, kill_group, popen, wait_healthy
@@ -207,18 +208,29 @@ class Launcher:
         available, total = host_memory()
         needs = []
         for label, spec, env in zip(labels, specs, envs, strict=True):
-            folder, config = model_facts(spec.model)
-            served, disk = dtype_bytes(spec.args, config)
+            weights = self._weights(spec.model, spec.args)
+            drafter = speculative_model(spec.args)  # loaded inside this server (sd variants)
+            drafter_weights = 0 if drafter is None else self._weights(drafter, spec.args)
             needs.append(
                 ServerNeed(
                     label=label,
-                    kv=kv_bytes(env, spec.args, total),
-                    weights=None if folder is None else weight_bytes(folder, served, disk),
+                    kv=kv_bytes(
+                        env, spec.args, total, weights=(weights or 0) + (drafter_weights or 0)
+                    ),
+                    weights=weights,
+                    drafter=drafter_weights,
                 )
             )
         routers = 0 if self.plan is None else len(self.plan.routers)
         self.memory = MemoryPlan(tuple(needs), available=available, routers=routers)
         return self.memory
+
+    @staticmethod
+    def _weights(model: str, args: tuple[str, ...]) -> int | None:
+        """Resident weight bytes of ``model`` served with ``args`` (None: size not known)."""
+        folder, config = model_facts(model)
+        served, disk = dtype_bytes(args, config)
+        return None if folder is None else weight_bytes(folder, served, disk)
 
     def _labels(self, specs: list[ServerSpec]) -> list[str]:
         """How messages name each of ``specs`` (``draft``, ``base replica 2``)."""

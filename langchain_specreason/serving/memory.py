@@ -7,8 +7,14 @@ A vLLM server on CPU holds, resident (PSS summed over its API server, engine cor
 - :data:`SERVER_OVERHEAD` for the processes themselves (Python, torch, the compiled kernels);
 - its weights at the served dtype, plus the folder's bytes once more (what loading leaves
   resident): ``folder x (1 + served bytes per parameter / bytes on disk)``;
+- the weights of a model it loads through ``--speculative-config`` (``draft_model``,
+  ``eagle``, ...: the ``sd`` variants' drafter), the same way and at the same dtype; its KV
+  cache comes out of the server's;
 - its KV cache: ``VLLM_CPU_KVCACHE_SPACE`` GiB when set (vLLM reads it over the flag), else
-  ``--kv-cache-memory-bytes``, else vLLM's ``--gpu-memory-utilization`` share of the host.
+  ``--kv-cache-memory-bytes``. Else vLLM 0.32's CPU worker reserves its
+  ``--gpu-memory-utilization`` share of the host for itself and takes as KV cache what is left
+  of it once the worker is loaded (share - the worker's resident memory): the plan counts the
+  share minus the weights and :data:`WORKER_RUNTIME`, so the weights are not counted twice.
 
 Calibrated on the measurements in ``serve/README.md`` (cpu-test, float32): predicted 3.75 GiB
 for a draft server with 1 GiB of KV cache (measured 3.6), 6.55 GiB for a base server with 1 GiB
@@ -22,6 +28,7 @@ whose shares add up to more than 1 is refused (:func:`check_gpu_shares`).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -37,6 +44,10 @@ MIB = 2**20
 SERVER_OVERHEAD = 2 * GIB
 """Per vLLM CPU server, besides weights and KV cache (serve/README.md: API server 0.64-0.96
 GiB, engine core 0.57 GiB, the worker's runtime beyond its weights and cache ~0.9 GiB)."""
+
+WORKER_RUNTIME = 9 * GIB // 10
+"""The part of :data:`SERVER_OVERHEAD` that is the worker's own (inside its
+``--gpu-memory-utilization`` reservation on CPU)."""
 
 ROUTER_BYTES = 80 * MIB
 """One ``vllm-router`` (measured 70 MiB)."""
@@ -78,15 +89,22 @@ class ServerNeed:
     weights: int | None
     """Weights resident, bytes (None: the model's size is not known here, not counted)."""
     overhead: int = SERVER_OVERHEAD
+    drafter: int | None = 0
+    """Weights of the model loaded through ``--speculative-config``, resident, bytes (0: none;
+    None: one whose size is not known here, not counted)."""
 
     @property
     def total(self) -> int:
         """Bytes planned for the server."""
-        return self.overhead + self.kv + (self.weights or 0)
+        return self.overhead + self.kv + (self.weights or 0) + (self.drafter or 0)
 
     def describe(self) -> str:
         """``draft replica 1: 3.0 GiB (KV cache 256 MiB, weights 0.75 GiB)``."""
         weights = "size unknown" if self.weights is None else f"weights {gib(self.weights)}"
+        if self.drafter != 0:
+            weights += ", drafter " + (
+                "size unknown" if self.drafter is None else gib(self.drafter)
+            )
         return f"{self.label}: {gib(self.total)} (KV cache {size(self.kv)}, {weights})"
 
 
@@ -179,8 +197,14 @@ def flag_value(args: Sequence[str], flag: str) -> str | None:
     return found
 
 
-def kv_bytes(env: Mapping[str, str], args: Sequence[str], total_memory: int) -> int:
-    """KV cache bytes a CPU server takes, as vLLM reads its settings (see the module)."""
+def kv_bytes(
+    env: Mapping[str, str], args: Sequence[str], total_memory: int, *, weights: int = 0
+) -> int:
+    """KV cache bytes a CPU server takes, as vLLM reads its settings (see the module).
+
+    ``weights``: the server's resident weights (its drafter's included), which a
+    ``--gpu-memory-utilization`` share holds besides the KV cache.
+    """
     space = env.get(KV_ENV, "")
     if space != "":
         try:
@@ -191,7 +215,38 @@ def kv_bytes(env: Mapping[str, str], args: Sequence[str], total_memory: int) -> 
     if flag is not None:
         return parse_bytes(flag)
     share = flag_value(args, UTIL_FLAG)
-    return int(float(share) * total_memory) if share else int(VLLM_GPU_UTILIZATION * total_memory)
+    reserved = int((float(share) if share else VLLM_GPU_UTILIZATION) * total_memory)
+    # the worker's reservation: its weights and runtime, the rest KV cache (vLLM refuses to
+    # start when nothing is left; the plan then counts the reservation alone)
+    return max(0, reserved - weights - WORKER_RUNTIME)
+
+
+_NO_MODEL_METHODS = frozenset({"ngram", "ngram_gpu", "suffix", "mtp"})
+"""Speculative methods that load no model of their own (``mtp``: the target's own layers)."""
+
+_MODEL_REF = re.compile(r"\{model:([^}]+)\}")
+
+
+def speculative_model(args: Sequence[str]) -> str | None:
+    """The model a server loads through ``--speculative-config`` (its JSON's ``model``), else None.
+
+    A ``{model:NAME}`` reference is the catalog model NAME. ``ngram``, ``suffix`` and ``mtp``
+    load none.
+    """
+    value = flag_value(args, "--speculative-config")
+    if value is None:
+        return None
+    try:
+        config = json.loads(value)
+    except ValueError:
+        raise ConfigError(f"--speculative-config takes JSON, got {value!r}") from None
+    if not isinstance(config, dict):
+        return None
+    model = config.get("model")
+    if not model or config.get("method") in _NO_MODEL_METHODS:
+        return None
+    match = _MODEL_REF.fullmatch(str(model))
+    return match.group(1) if match else str(model)
 
 
 def dtype_bytes(args: Sequence[str], config: Mapping[str, Any] | None) -> tuple[int, int]:
@@ -246,7 +301,10 @@ def host_memory(path: Path = Path("/proc/meminfo")) -> tuple[int, int]:
     try:
         return mem_available(path.read_text())
     except OSError as exc:
-        raise ConfigError(f"cannot read the host's memory ({path}): {exc}") from None
+        raise ConfigError(
+            f"cannot read the host's memory ({path}): {exc}; --ignore-memory-plan starts "
+            "the servers without a memory plan"
+        ) from None
 
 
 def folder_bytes(folder: Path) -> int:

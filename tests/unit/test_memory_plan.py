@@ -66,8 +66,12 @@ def test_kv_cache_is_read_as_vllm_reads_it():
     assert kv_bytes({"VLLM_CPU_KVCACHE_SPACE": "2"}, ["--kv-cache-memory-bytes=1G"], 0) == 2 * GIB
     assert kv_bytes({}, ["--kv-cache-memory-bytes=268435456"], 0) == 256 * MIB
     assert kv_bytes({}, ["--kv-cache-memory-bytes", "512M"], 0) == 512 * MIB
-    assert kv_bytes({}, ["--gpu-memory-utilization", "0.25"], 8 * GIB) == 2 * GIB
-    assert kv_bytes({}, [], 100 * GIB) == 92 * GIB  # vLLM's default share of the host
+    # a share is the worker's whole reservation: KV cache is what its weights and runtime leave
+    util = ["--gpu-memory-utilization", "0.25"]
+    assert kv_bytes({}, util, 8 * GIB) == 2 * GIB - memory.WORKER_RUNTIME
+    assert kv_bytes({}, util, 8 * GIB, weights=GIB) == GIB - memory.WORKER_RUNTIME
+    assert kv_bytes({}, util, 8 * GIB, weights=5 * GIB) == 0  # vLLM refuses; not negative
+    assert kv_bytes({}, [], 100 * GIB) == 92 * GIB - memory.WORKER_RUNTIME  # vLLM's default
     assert parse_bytes("1.5g") == 1_500_000_000 and parse_bytes("2K") == 2048
     with pytest.raises(ConfigError, match="whole GiB"):
         kv_bytes({"VLLM_CPU_KVCACHE_SPACE": "0.5"}, [], 0)
@@ -176,3 +180,82 @@ def test_the_cli_refuses_an_over_asked_gpu_and_the_flag_passes_it(capsys, monkey
     assert "error: GPU 0 is asked for more memory than it has" in capsys.readouterr().err
     assert main([*argv, "--ignore-memory-plan"]) == 2  # past the plan, to the missing vllm
     assert "GPU profiles need the `vllm` command" in capsys.readouterr().err
+
+
+def test_a_server_with_a_share_is_planned_as_its_share_plus_the_processes_beside_the_worker(
+    host,
+):
+    share = ["--gpu-memory-utilization=0.25"]
+    profile = load_profile(  # the profile's KV variable unset: vLLM reads it over the share
+        "cpu-test", extra_args={"base": share}, extra_env={"base": {"VLLM_CPU_KVCACHE_SPACE": ""}}
+    )
+    launcher = Launcher(profile, roles=("base",))
+    base = launcher.memory_plan().servers[0]
+    # the weights are inside the share, not counted a second time beside it
+    expected = 0.25 * 24 * GIB + memory.SERVER_OVERHEAD - memory.WORKER_RUNTIME
+    assert base.total == pytest.approx(expected, abs=MIB)
+
+
+QWEN_05 = (1_271_806_763, {"dtype": "bfloat16"})
+QWEN_15_FOLDER = (3_570_000_000, {"dtype": "bfloat16"})
+
+
+def test_the_model_loaded_through_speculative_config_is_planned_in_its_server(host, monkeypatch):
+    sizes = {"qwen2.5-coder-0.5b": QWEN_05, "qwen2.5-coder-1.5b": QWEN_15_FOLDER}
+    monkeypatch.setattr(launcher_module, "model_facts", lambda model: sizes[model])
+    plain = Launcher(load_profile("cpu")).memory_plan()
+    sd = Launcher(load_profile("cpu", variant="sd")).memory_plan()
+    # the base server of `--variant sd` also holds the 0.5B drafter, in float32 as the base:
+    # its folder x (1 + 4/2), about 3.5 GiB (the review's F7)
+    drafter = weight_bytes(QWEN_05[0], 4, 2)
+    assert drafter / GIB == pytest.approx(3.55, abs=0.01)
+    assert sd.servers[1].drafter == drafter
+    assert sd.servers[1].total - plain.servers[1].total == drafter
+    assert sd.servers[0] == plain.servers[0]  # the draft server is as it was
+    assert sd.need - plain.need == drafter
+    assert "drafter 3.6 GiB" in sd.servers[1].describe()
+    assert "drafter" not in plain.servers[1].describe()
+    # ngram loads no model
+    ngram = Launcher(load_profile("cpu", variant="ngram")).memory_plan()
+    assert ngram.need == plain.need
+
+
+def test_speculative_model_reads_the_configs_model():
+    sc = "--speculative-config"
+    assert memory.speculative_model([sc, '{"method":"draft_model","model":"{model:x}"}']) == "x"
+    assert memory.speculative_model([f'{sc}={{"method":"eagle3","model":"/m/e"}}']) == "/m/e"
+    assert memory.speculative_model([sc, '{"method":"ngram","num_speculative_tokens":4}']) is None
+    assert memory.speculative_model(["--dtype", "float32"]) is None
+    # an unknown drafter (a Hugging Face id) is said, not counted
+    need = ServerNeed("base", kv=GIB, weights=GIB, drafter=None)
+    assert need.total == memory.SERVER_OVERHEAD + 2 * GIB
+    assert "drafter size unknown" in need.describe()
+
+
+def test_ignore_memory_plan_starts_where_the_hosts_memory_cannot_be_read(
+    monkeypatch, tmp_path, capsys
+):
+    import functools
+
+    from langchain_specreason import cli
+
+    missing = tmp_path / "meminfo"  # as on a host without /proc/meminfo (macOS, ...)
+    monkeypatch.setattr(
+        launcher_module, "host_memory", functools.partial(memory.host_memory, missing)
+    )
+    sizes = {"smollm2-135m": (272_589_282, SMOL), "qwen2.5-coder-0.5b": (1_271_806_763, None)}
+    monkeypatch.setattr(launcher_module, "model_facts", lambda model: sizes[model])
+
+    class Served(Exception):
+        pass
+
+    def supervise(self):
+        raise Served
+
+    monkeypatch.setattr(Launcher, "start", lambda self: self)
+    monkeypatch.setattr(Launcher, "supervise", supervise)
+    with pytest.raises(Served):  # started and supervising: serving
+        cli._serve(_args("--ignore-memory-plan"))
+    assert "no memory plan (cannot read the host's memory" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="--ignore-memory-plan starts the servers without"):
+        cli._serve(_args())
