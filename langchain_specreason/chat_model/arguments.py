@@ -75,24 +75,67 @@ def check_url(name: str, value: str | None) -> str | None:
     return value
 
 
+def reasoning_cap(
+    budget: int, answer_max_tokens: int, max_tokens: int | None
+) -> tuple[int, int] | None:
+    """The reasoning's budget and the answer's cap within ``max_tokens``; None without it.
+
+    The answer's share is half of ``max_tokens``, at most ``answer_max_tokens``; the
+    reasoning gets the rest, within ``budget``; the answer then gets what the reasoning
+    leaves, still at most ``answer_max_tokens``. A large ``max_tokens`` (16k-32k, usual for
+    reasoning models) thus leaves both settings as they are: it bounds, it never inflates.
+    """
+    if max_tokens is None:
+        return None
+    if max_tokens < 2:
+        raise ConfigError(
+            f"max_tokens bounds the reasoning plus the answer; at least 2, got {max_tokens}"
+        )
+    share = min(answer_max_tokens, max(1, max_tokens // 2))
+    capped = min(budget, max_tokens - share)
+    return capped, min(answer_max_tokens, max_tokens - capped)
+
+
+def budget_cut(
+    settings: Mapping[str, Any], overrides: Mapping[str, Any], max_tokens: int | None
+) -> int | None:
+    """The budget ``max_tokens`` sets when it is lower than the ``budget`` setting, else None.
+
+    Same arguments as :func:`call_config`. A reasoning stopped at this budget was cut by
+    ``max_tokens`` (``finish_reason="length"``); one stopped at its own ``budget`` setting
+    (or at a budget the servers' windows lowered) was not.
+    """
+    knobs = {
+        **settings,
+        **{k: v for k, v in overrides.items() if k in ("budget", "answer_max_tokens")},
+    }
+    bounds = reasoning_cap(
+        int(knobs["budget"]),
+        int(knobs["answer_max_tokens"]),
+        overrides.get("max_tokens") or max_tokens,
+    )
+    if bounds is None or bounds[0] >= int(knobs["budget"]):
+        return None
+    return bounds[0]
+
+
 def call_config(
     settings: dict[str, Any], overrides: Mapping[str, Any], max_tokens: int | None
 ) -> SpecReasonConfig:
     """The :class:`SpecReasonConfig` of ``settings`` (the model's knobs) with a call's overrides.
 
     ``overrides`` are a call's keyword arguments: its SpecReason knobs are taken, the rest
-    left alone. ``max_tokens`` (the call's, else the model's) bounds the reasoning plus the
-    answer: the answer's share is half, at most ``answer_max_tokens``; the reasoning the rest,
-    within ``budget``.
+    left alone.
+    ``max_tokens`` (the call's, else the model's) bounds the reasoning plus the answer
+    (:func:`reasoning_cap`): the answer's share is half, at most ``answer_max_tokens``; the
+    reasoning the rest, within ``budget``.
     """
     settings.update({k: v for k, v in overrides.items() if k in SpecReasonConfig.model_fields})
-    total = overrides.get("max_tokens") or max_tokens
-    if total is not None:  # reasoning + answer <= max_tokens (see the field)
-        if total < 2:
-            raise ConfigError(
-                f"max_tokens bounds the reasoning plus the answer; at least 2, got {total}"
-            )
-        share = min(int(settings["answer_max_tokens"]), max(1, total // 2))
-        settings["budget"] = min(int(settings["budget"]), total - share)
-        settings["answer_max_tokens"] = total - settings["budget"]
+    bounds = reasoning_cap(
+        int(settings["budget"]),
+        int(settings["answer_max_tokens"]),
+        overrides.get("max_tokens") or max_tokens,
+    )
+    if bounds is not None:  # reasoning + answer <= max_tokens (see the field)
+        settings["budget"], settings["answer_max_tokens"] = bounds
     return SpecReasonConfig(**settings)

@@ -43,7 +43,7 @@ Parent = AsyncCallbackManagerForLLMRun | CallbackManagerForLLMRun
 """The chat model's run: its handlers, tags and metadata parent the graph's child runs."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Call:
     """One call of the chat model, as plain values."""
 
@@ -56,8 +56,9 @@ class Call:
     base_model: str | None
     think: bool
     """Whether the trace is reasoning (a think model, or JSON asked for) or content."""
-    bounded: bool
-    """Whether ``max_tokens`` bounds the reply (a budget stop is then ``length``)."""
+    bounded: bool = False
+    """Only that ``max_tokens`` was given, without ``budget_cap``: any budget stop is then
+    ``length`` (coarse: prefer ``budget_cap``)."""
     deadline: float | None
     checkpointed: bool
     """Whether the graph has a checkpointer (a thread to resume)."""
@@ -69,6 +70,10 @@ class Call:
     """The model's stop sequences (a call's ``stop`` wins)."""
     start: float
     """When the call started (``time.perf_counter``)."""
+    budget_cap: int | None = None
+    """The budget ``max_tokens`` set, when lower than the ``budget`` setting
+    (:func:`~.arguments.budget_cut`): a reasoning that reached it was cut (``length``). None:
+    ``max_tokens`` left the budget as it was."""
 
 
 def answer_options(kwargs: dict[str, Any], default_stop: list[str] | None) -> AnswerOptions:
@@ -233,7 +238,7 @@ def metadata(call: Call, state: dict[str, Any], wall: float, tool_calls: bool) -
     """The reply's ``response_metadata``: models, finish reason, the run's statistics."""
     stats = SpecReasonStats.from_state(state, wall_s=wall)
     finish = "tool_calls" if tool_calls else state.get("answer_finish") or "stop"
-    if call.bounded and state.get("stop") == "budget" and finish == "stop":
+    if finish == "stop" and cut_by_max_tokens(call, state):
         finish = "length"  # max_tokens cut the reasoning short (the answer came)
     return {
         # not "openai": langchain-core's OpenAI translator drops the reasoning block
@@ -244,6 +249,19 @@ def metadata(call: Call, state: dict[str, Any], wall: float, tool_calls: bool) -
         "specreason": stats.as_dict(),
         "tokens_by_model": {"draft": stats.draft_tokens, "base": stats.base_tokens},
     }
+
+
+def cut_by_max_tokens(call: Call, state: dict[str, Any]) -> bool:
+    """Whether ``max_tokens`` cut the reasoning: it stopped at the budget ``max_tokens`` set.
+
+    Not when it stopped at its own ``budget`` setting (a large ``max_tokens`` leaves it), nor
+    at a lower budget the servers' windows left (nothing was written past it).
+    """
+    if state.get("stop") != "budget":
+        return False
+    if call.budget_cap is not None:
+        return int(state.get("tokens_used") or 0) >= call.budget_cap
+    return call.bounded
 
 
 async def collect(
