@@ -8,7 +8,9 @@ names.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
+from typing import Any, Literal, Self
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.utils import from_env, secret_from_env
@@ -25,11 +27,20 @@ from pydantic import (
 
 from ..config import DEFAULT_JUDGE, SpecReasonConfig
 from ..endpoint import Endpoint
-from ..graph import SpecReasonGraph
+from ..graph import Breaker, SpecReasonGraph
 from ..judges import Judge
 from .arguments import check_url, redacted
 from .local_tokens import LocalCounter
-from .wiring import ENDPOINT_FIELDS, build_endpoints
+from .wiring import ENDPOINT_FIELDS, build_endpoints, same_endpoints
+
+
+def field_name(cls: type[BaseChatModel], name: str) -> str:
+    """The field ``name`` sets: itself, or the field it is an alias of (``model``, ...)."""
+    for field, info in cls.model_fields.items():
+        choices = getattr(info.validation_alias, "choices", [info.validation_alias])
+        if name == field or name == info.alias or name in choices:
+            return field
+    return name
 
 
 class ChatSpecReasonFields(BaseChatModel, SpecReasonConfig):
@@ -147,12 +158,57 @@ class ChatSpecReasonFields(BaseChatModel, SpecReasonConfig):
     ``config={"metadata": {"thread_id": "t1"}}``) checkpoints every step, and the same call
     repeated after a crash resumes where it stopped instead of starting over."""
 
-    _graphs: dict[tuple[SpecReasonConfig, str], SpecReasonGraph] = PrivateAttr(default_factory=dict)
+    # What the model builds from its fields, and learns (all reset by ``_forget``):
+    _graphs: OrderedDict[Hashable, SpecReasonGraph] = PrivateAttr(default_factory=OrderedDict)
     _endpoints: dict[str, Endpoint] = PrivateAttr(default_factory=dict)
+    _breaker: Breaker | None = PrivateAttr(default=None)
     _discovered: bool = PrivateAttr(default=False)
-    _own_profile: bool = PrivateAttr(default=True)
     _counts: dict[str, int] = PrivateAttr(default_factory=dict)
     _local: list[LocalCounter | None] = PrivateAttr(default_factory=list)
+    # A fact about the fields (no ``profile`` given: the model's own, completed when learned)
+    _own_profile: bool = PrivateAttr(default=False)
+
+    def _forget(self, own_profile: bool) -> None:
+        """Drop every private attribute built from the fields or learned from the servers.
+
+        Graphs, endpoints, the draft's breaker, discovery, token-count caches, and a private
+        attribute a subclass adds: each back to its default. An own profile loses the window
+        it learned. The one reset :meth:`replace` and :meth:`model_copy` use.
+        """
+        for name, private in type(self).__private_attributes__.items():
+            setattr(self, name, private.get_default(call_default_factory=True))
+        self._own_profile = own_profile
+        if own_profile:
+            self.__dict__["profile"] = self._resolve_model_profile()
+
+    def replace(self, **changes: Any) -> Self:
+        """A validated copy with ``changes`` (knobs or fields, by name or alias).
+
+        It builds its own graphs, breaker and caches; the endpoints (and their clients) are
+        this model's unless a field they are built from changed (:data:`~.wiring.
+        ENDPOINT_FIELDS`: URLs, models, keys, limits, request fields, headers, clients).
+        """
+        given = dict(self.__dict__)
+        if self._own_profile:
+            given.pop("profile", None)  # the copy's own, learned anew (its servers may differ)
+        changed = {field_name(type(self), name) for name in changes}
+        kept = {k: v for k, v in given.items() if k in type(self).model_fields and k not in changed}
+        copy = type(self)(**kept, **changes)
+        if self._endpoints and same_endpoints(self.__dict__, copy.__dict__):
+            copy._endpoints = self._endpoints  # the same servers: keep their clients too
+        return copy
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy; with ``update``, all it builds is built anew from the new fields.
+
+        (Pydantic copies private attributes as they are: the copy would share the original's
+        graphs, endpoints, token counts and tokenizer, and write into its caches.)
+        """
+        copy = super().model_copy(update=update, deep=deep)
+        if update:
+            given = update.get("profile", None) is not None
+            copy._forget(own_profile=self._own_profile and not given)
+        return copy
 
     def _get_llm_string(self, stop: list[str] | None = None, **kwargs: Any) -> str:
         """LangChain's cache key: every serialized option, and what does not serialize.

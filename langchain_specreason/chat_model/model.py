@@ -11,7 +11,7 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import aclosing
 from typing import Any
 
@@ -35,7 +35,7 @@ from ..endpoint import OpenAIEndpoint
 from ..endpoint.server import check_extra_body
 from ..errors import ConfigError
 from ..formats import check_thinking_switch, get_format
-from ..graph import SpecReasonGraph
+from ..graph import Breaker, SpecReasonGraph
 from ..sync_bridge import iter_sync, on_bridge_thread, run_sync
 from .arguments import (
     ALIASES,
@@ -49,7 +49,7 @@ from .messages import plain_reply
 from .run import Call, Parent, collect, events
 from .structured import Method, openai_tool_choice, openai_tools, parsed, structured_request
 from .tokens import TokenCounting
-from .wiring import build_graph
+from .wiring import build_graph, remembered
 
 
 class ChatSpecReason(CancellingBatches, TokenCounting):
@@ -296,35 +296,6 @@ class ChatSpecReason(CancellingBatches, TokenCounting):
             values = _build_model_kwargs(values, get_pydantic_field_names(cls) | ALIASES)
         return values
 
-    def replace(self, **changes: Any) -> ChatSpecReason:
-        """A validated copy with ``changes`` (knobs or fields).
-
-        The endpoints, checkpointer, URLs, keys and clients given to this model are kept.
-        """
-        kept = {
-            name: getattr(self, name) for name in type(self).model_fields if name not in changes
-        }
-        copy = type(self)(**{**kept, **changes})
-        if not any(k.endswith(("_url", "_endpoint", "api_key", "_model")) for k in changes):
-            copy._endpoints = self._endpoints  # the same servers: keep their clients too
-        return copy
-
-    def model_copy(
-        self, *, update: Mapping[str, Any] | None = None, deep: bool = False
-    ) -> ChatSpecReason:
-        """A copy; with ``update``, its endpoints and graphs are built anew from the new fields.
-
-        (Pydantic copies private attributes as they are: a copy with another ``base_url`` or
-        judge would otherwise keep calling the servers, and running the graph, of the model
-        it was copied from once that model had been used.)
-        """
-        copy = super().model_copy(update=update, deep=deep)
-        if update:
-            copy._graphs = {}
-            copy._endpoints = {}
-            copy._discovered = False
-        return copy
-
     # -- wiring (wiring.py) ---------------------------------------------------------------
     def spec_config(self, **overrides: Any) -> SpecReasonConfig:
         """The :class:`SpecReasonConfig` these fields describe, with a call's ``overrides``.
@@ -344,15 +315,22 @@ class ChatSpecReason(CancellingBatches, TokenCounting):
     def _graph_for(
         self, config: SpecReasonConfig, extra_body: dict[str, Any] | None = None
     ) -> SpecReasonGraph:
-        """The graph of ``config`` and a call's ``extra_body``, built once per distinct pair.
+        """The graph of ``config`` and a call's ``extra_body`` (added to each chat request).
 
-        With an ``extra_body`` the graph's endpoints add it to each chat request.
+        Built once per distinct pair; the :data:`~.wiring.GRAPHS_KEPT` most recently used are
+        kept. Every graph shares the model's one draft circuit breaker, open for the model's
+        ``draft_cooldown`` (a per-call ``draft_cooldown`` does not change it): an outage one
+        setting saw is known to all.
         """
         extra = check_extra_body(extra_body)
         check_thinking_switch(get_format(self.family), extra)
-        key = (config, json.dumps(extra, sort_keys=True, default=str))
-        if key not in self._graphs:
-            self._graphs[key] = build_graph(
+        if self._breaker is None:
+            self._breaker = Breaker(self.draft_cooldown)
+        breaker = self._breaker
+        return remembered(
+            self._graphs,
+            (config, json.dumps(extra, sort_keys=True, default=str)),
+            lambda: build_graph(
                 self.endpoint("draft"),
                 self.endpoint("base"),
                 extra,
@@ -360,8 +338,9 @@ class ChatSpecReason(CancellingBatches, TokenCounting):
                 judge=self.custom_judge,
                 family=self.family,
                 checkpointer=self.checkpointer,
-            )
-        return self._graphs[key]
+                breaker=breaker,
+            ),
+        )
 
     @property
     def _llm_type(self) -> str:
@@ -597,3 +576,4 @@ class ChatSpecReason(CancellingBatches, TokenCounting):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         yield from iter_sync(self._events(messages, stop, run_manager, kwargs))
+

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, TypeVar
 
 from ..config import SpecReasonConfig
 from ..endpoint import Endpoint, endpoint_pair
 from ..endpoint.extra_body import WithExtraBody
 from ..errors import ConfigError
-from ..graph import SpecReasonGraph, create_specreason_graph
+from ..graph import Breaker, SpecReasonGraph, create_specreason_graph
 from ..judges import Judge
 
 ENDPOINT_FIELDS = (
@@ -19,6 +20,36 @@ ENDPOINT_FIELDS = (
     *("http_client", "http_async_client"),
 )
 """The fields :func:`build_endpoints` reads."""
+
+GRAPHS_KEPT = 32
+"""How many compiled graphs a chat model keeps (one per distinct per-call setting and
+``extra_body``), the least recently used dropped first: ``invoke(q, seed=i)`` in a loop builds
+a graph per call but keeps no more than these."""
+
+G = TypeVar("G")
+
+
+def same_endpoints(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    """Whether two models' :data:`ENDPOINT_FIELDS` (by name, aliases resolved) are the same."""
+    return all(_same(one[name], other[name]) for name in ENDPOINT_FIELDS)
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return a is b or bool(a == b)
+    except Exception:  # a value that cannot compare: not the same
+        return False
+
+
+def remembered(graphs: OrderedDict[Hashable, G], key: Hashable, build: Callable[[], G]) -> G:
+    """``graphs[key]``, built by ``build`` when missing; at most :data:`GRAPHS_KEPT` kept."""
+    if key in graphs:
+        graphs.move_to_end(key)
+        return graphs[key]
+    graphs[key] = graph = build()
+    while len(graphs) > GRAPHS_KEPT:
+        graphs.popitem(last=False)
+    return graph
 
 
 def build_endpoints(fields: Mapping[str, Any]) -> dict[str, Endpoint]:
@@ -64,8 +95,12 @@ def build_graph(
     judge: Judge | None,
     family: str,
     checkpointer: Any,
+    breaker: Breaker,
 ) -> SpecReasonGraph:
-    """The graph of ``config`` over the two servers; with ``extra``, added to each request."""
+    """The graph of ``config`` over the two servers; with ``extra``, added to each request.
+
+    ``breaker``: the model's one draft circuit breaker, shared by all its graphs.
+    """
     if extra:
         draft, base = WithExtraBody(draft, extra), WithExtraBody(base, extra)
     return create_specreason_graph(
@@ -78,4 +113,5 @@ def build_graph(
         # model called inside a node): a chat model call is not a subgraph
         checkpointer=checkpointer if checkpointer is not None else False,
         name="specreason",
+        breaker=breaker,
     )
