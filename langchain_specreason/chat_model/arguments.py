@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..config import SpecReasonConfig
+from ..endpoint.extra_body import check_extra_body
 from ..errors import ConfigError, redact_url
 from ..redaction import looks_secret
 
@@ -75,6 +76,29 @@ def check_url(name: str, value: str | None) -> str | None:
     return value
 
 
+UNSUPPORTED_PER_CALL = ("n", "logprobs", "top_logprobs")
+"""ChatOpenAI's per-call options with no counterpart here (refused, as in ``model_kwargs``)."""
+
+
+def refuse_unsupported(overrides: Mapping[str, Any]) -> None:
+    """A call's ``n`` (other than 1), ``logprobs`` or ``top_logprobs``: a ConfigError.
+
+    The constructor refuses them in ``model_kwargs`` (:func:`~..endpoint.server.check_extra_body`);
+    a call's are refused with the same error and message, not dropped without a word (one
+    answer per call; the judges ask for logprobs themselves). Unset values (``None``,
+    ``n=1``, ``logprobs=False``) ask for nothing and pass.
+    """
+    asked = {
+        name: value
+        for name in UNSUPPORTED_PER_CALL
+        if (value := overrides.get(name)) is not None
+        and not (name == "n" and value == 1)
+        and not (name == "logprobs" and value is False)
+    }
+    if asked:
+        check_extra_body(asked, "a call")
+
+
 def reasoning_cap(
     budget: int, answer_max_tokens: int, max_tokens: int | None
 ) -> tuple[int, int] | None:
@@ -124,12 +148,13 @@ def call_config(
 ) -> SpecReasonConfig:
     """The :class:`SpecReasonConfig` of ``settings`` (the model's knobs) with a call's overrides.
 
-    ``overrides`` are a call's keyword arguments: its SpecReason knobs are taken, the rest
-    left alone.
+    ``overrides`` are a call's keyword arguments: its SpecReason knobs are taken, options
+    with no counterpart refused (:func:`refuse_unsupported`), the rest left alone.
     ``max_tokens`` (the call's, else the model's) bounds the reasoning plus the answer
     (:func:`reasoning_cap`): the answer's share is half, at most ``answer_max_tokens``; the
     reasoning the rest, within ``budget``.
     """
+    refuse_unsupported(overrides)
     settings.update({k: v for k, v in overrides.items() if k in SpecReasonConfig.model_fields})
     bounds = reasoning_cap(
         int(settings["budget"]),
