@@ -576,4 +576,3 @@ class ChatSpecReason(CancellingBatches, TokenCounting):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         yield from iter_sync(self._events(messages, stop, run_manager, kwargs))
-
