@@ -123,8 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=3,
         metavar="N",
-        help="restart a server that exits up to N times, the others serving on (default 3; "
-        "0: the first exit stops them all)",
+        help="restart a server that exits up to N times, the others serving on; the count "
+        "is reset after N minutes of serving; a replica past it is dropped while its role "
+        "has another (default 3; 0: no restarts)",
     )
     serve.add_argument("--log-dir", help="where server logs go")
     serve.add_argument("--list", action="store_true", help="list profiles and exit")

@@ -23,8 +23,9 @@ server is started, waited for and warmed with one one-token completion before th
 so no two start-ups and first-request compiles stack their memory peaks.
 
 :meth:`Launcher.supervise` restarts a server that died (a single server, a replica or a router)
-with exponential back-off, up to ``max_restarts`` times each, saying so on stderr; the others
-keep running.
+with exponential back-off, up to ``max_restarts`` times each (a count reset after a healthy
+period), saying so on stderr; the others keep running. A replica past its restarts is dropped
+while its role has another live replica (see :mod:`.supervision`).
 """
 
 from __future__ import annotations
@@ -36,13 +37,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from ..errors import ServeError, ServerDiedError
+from ..errors import ServeError
 from . import supervision
 from .catalog import CATALOG
 from .commands import resolve_model, server_command, server_env
@@ -62,7 +64,7 @@ from .memory import (
     speculative_model,
     weight_bytes,
 )
-from .processes import _last_error, _Running, check_port_free, kill_group, popen, wait_healthy
+from .processes import _Running, check_port_free, kill_group, popen, wait_healthy
 from .profiles import Profile, Role, ServerSpec
 from .replicas import (
     DEFAULT_POLICY,
@@ -95,6 +97,7 @@ class Launcher:
         one_at_a_time: bool = False,
         max_restarts: int = 3,
         restart_backoff: float = 2.0,
+        healthy_reset: float | None = None,
     ) -> None:
         self.profile = profile
         self.roles = roles
@@ -114,6 +117,11 @@ class Launcher:
         self.one_at_a_time = one_at_a_time
         self.max_restarts = max_restarts
         self.restart_backoff = restart_backoff
+        self.healthy_reset = healthy_reset
+        """Seconds of serving that reset a process's restart count (None: the default of
+        :func:`.supervision.healthy_reset_after`)."""
+        self.clock = time.monotonic
+        """What supervision reads the healthy periods with."""
         self.memory: MemoryPlan | None = None
         """The CPU memory plan, once :meth:`memory_plan` ran."""
         self.log_dir = log_dir or cache_root() / "logs" / profile.name
@@ -122,7 +130,6 @@ class Launcher:
         self._api_key = api_key or None
         self._warned: set[str] = set()
         self._running: list[_Running] = []
-        self._dead_reported: set[int] = set()
         self._router_key: str | None = None
         """The replicas' key, which a guarded router's ``/health`` wants too."""
 
@@ -376,14 +383,18 @@ class Launcher:
 
         Each restart is said on stderr, and waits until the process is healthy again (a
         generating server is warmed too). A start that fails is retried with exponential
-        back-off (``restart_backoff`` s, doubling, at most 60 s). A process that has been
-        restarted ``max_restarts`` times and exits again is a :class:`ServerDiedError`.
+        back-off (``restart_backoff`` s, doubling, at most 60 s). A process's restart count is
+        reset once it has served ``healthy_reset`` s. A process that has been restarted
+        ``max_restarts`` times and exits again is dropped if it is a replica whose role has
+        another live replica, else a :class:`ServerDiedError` (:mod:`.supervision`).
         """
         supervision.supervise(
             self._running,
             self._respawn,
             max_restarts=self.max_restarts,
             restart_backoff=self.restart_backoff,
+            healthy_reset=self.healthy_reset,
+            clock=self.clock,
         )
 
     def _respawn(self, run: _Running) -> None:
@@ -429,36 +440,6 @@ class Launcher:
             run.log_file.close()
         self._running.clear()
         atexit.unregister(self.stop)
-
-    def raise_if_dead(self) -> None:
-        """Raise :class:`ServerDiedError` if a started server has exited.
-
-        With replicas, a dead replica is said once on stderr (the router fails over to the
-        others); a dead router, or a role whose replicas all died, raises.
-        """
-        alive: dict[str, int] = {}
-        for run in self._running:
-            code = run.proc.poll()
-            if code is None:
-                if not run.public:
-                    alive[run.role] = alive.get(run.role, 0) + 1
-                continue
-            if run.public:
-                raise ServerDiedError(
-                    f"{run.label} server exited with code {code}: "
-                    f"{_last_error(run.log_path)} (log: {run.log_path})"
-                )
-            if run.proc.pid not in self._dead_reported:
-                self._dead_reported.add(run.proc.pid)
-                print(
-                    f"{run.label} ({run.url}) exited with code {code}; its router sends "
-                    f"its requests to the other replicas (log: {run.log_path})",
-                    file=sys.stderr,
-                    flush=True,
-                )
-        for role in self.replica_urls:
-            if not alive.get(role):
-                raise ServerDiedError(f"every {role} replica has exited (logs in {self.log_dir})")
 
     def pids(self) -> list[int]:
         """Process ids of the started servers (the group leaders)."""

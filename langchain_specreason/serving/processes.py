@@ -63,6 +63,10 @@ class _Running:
     """Times :meth:`Launcher.supervise` restarted it."""
     warm: str | None = None
     """Served model name to warm with one completion (None: not a generating server)."""
+    healthy_since: float | None = None
+    """When supervision last saw it start serving (``time.monotonic``; None: not seen yet)."""
+    dropped: bool = False
+    """A replica supervision gave up on (its role's other replicas serve): not restarted."""
 
     def __post_init__(self) -> None:
         self.label = self.label or self.role

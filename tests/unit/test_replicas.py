@@ -329,23 +329,26 @@ def test_replicas_start_first_then_one_router_per_role(spawned, tmp_path):
     assert KEY not in " ".join(cmd)
 
 
-def test_a_dead_replica_is_said_once_a_dead_router_or_pool_is_an_error(spawned, tmp_path, capsys):
+def test_a_dead_replica_is_dropped_a_dead_router_or_pool_is_an_error(spawned, tmp_path, capsys):
     started, _ = spawned
-    launcher = Launcher(load_profile("cpu-test"), log_dir=tmp_path, replicas=2).start()
+    launcher = Launcher(
+        load_profile("cpu-test"), log_dir=tmp_path, replicas=2, max_restarts=0
+    ).start()
     try:
         procs = [proc for _, _, proc in started]
         procs[2].code = -9  # base replica 1
-        launcher.raise_if_dead()
-        launcher.raise_if_dead()
+        launcher.supervise()
+        launcher.supervise()
         err = capsys.readouterr().err
         assert err.count("base replica 1 (http://127.0.0.1:8203/v1) exited with code -9") == 1
+        assert "dropped" in err and len(started) == 6  # nothing restarted
         procs[3].code = -9  # base replica 2: the pool is gone
-        with pytest.raises(ServerDiedError, match=r"every base replica has exited"):
-            launcher.raise_if_dead()
+        with pytest.raises(ServerDiedError, match=r"^base replica 2 server \(the last base"):
+            launcher.supervise()
         procs[3].code = None
         procs[4].code = 1  # the draft router
         with pytest.raises(ServerDiedError, match=r"^draft router server exited with code 1"):
-            launcher.raise_if_dead()
+            launcher.supervise()
     finally:
         launcher.stop()
 

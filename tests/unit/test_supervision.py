@@ -10,6 +10,7 @@ import pytest
 
 from langchain_specreason.errors import ServerDiedError
 from langchain_specreason.serving import launcher as launcher_module
+from langchain_specreason.serving import supervision
 from langchain_specreason.serving.launcher import Launcher
 from langchain_specreason.serving.profiles import load_profile
 
@@ -117,3 +118,99 @@ def test_the_serve_flag_sets_the_restart_limit():
     assert serve_launcher(args).max_restarts == 0
     args = build_parser().parse_args(["serve", "--profile", "cpu-test"])
     assert serve_launcher(args).max_restarts == 3
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_restart_count_is_reset_after_a_healthy_period(world, tmp_path, capsys):
+    procs, _, _ = world
+    launcher = Launcher(load_profile("cpu-test"), log_dir=tmp_path, max_restarts=1).start()
+    launcher.clock = clock = Clock()
+    try:
+        procs[0].code = 1
+        launcher.supervise()  # restart 1 of 1
+        assert len(procs) == 3
+        clock.now += supervision.healthy_reset_after(1) - 1
+        launcher.supervise()  # not long enough yet: the budget is still spent
+        assert launcher._running[0].restarts == 1
+        clock.now += 1  # 60 s of serving since the restart (the back-off cap x 1)
+        launcher.supervise()
+        assert launcher._running[0].restarts == 0
+        assert "draft has served 60 s since its last restart" in capsys.readouterr().err
+        procs[2].code = 1  # exits again: restarted, not given up on
+        launcher.supervise()
+        assert len(procs) == 4
+        procs[3].code = 1  # at once again: the budget is spent, a single server stops serve
+        with pytest.raises(ServerDiedError, match=r"^draft server exited with code 1 after 1"):
+            launcher.supervise()
+    finally:
+        launcher.stop()
+
+
+def test_the_default_healthy_period_is_the_backoff_cap_times_the_restarts():
+    assert supervision.healthy_reset_after(3) == 3 * supervision.BACKOFF_CAP == 180
+    assert supervision.healthy_reset_after(0) == supervision.BACKOFF_CAP
+
+
+@pytest.fixture
+def pool(world, tmp_path, monkeypatch):
+    """cpu-test with two replicas per role (fake processes): 0-1 draft, 2-3 base, 4-5 routers."""
+    monkeypatch.setattr(launcher_module, "router_executable", lambda: "vllm-router")
+    procs, _, health = world
+    launcher = Launcher(
+        load_profile("cpu-test"), log_dir=tmp_path, replicas=2, max_restarts=1
+    ).start()
+    launcher.clock = Clock()
+    yield launcher, procs, health
+    launcher.stop()
+
+
+def test_a_replica_past_its_restarts_is_dropped_and_its_role_serves_on(pool, capsys):
+    launcher, procs, _ = pool
+    procs[2].code = -9  # base replica 1
+    launcher.supervise()  # restarted once
+    assert len(procs) == 7
+    procs[6].code = -9  # and dies again: dropped, the other base replica serves
+    launcher.supervise()
+    err = capsys.readouterr().err
+    assert "base replica 1 (http://127.0.0.1:8203/v1) exited with code -9 after 1 restarts" in err
+    assert "dropped: not restarted again, its router sends its requests to the 1 other" in err
+    assert len(procs) == 7  # not restarted
+    launcher.supervise()  # a dropped replica is not looked at again
+    assert capsys.readouterr().err == ""
+    procs[1].code = 1  # other roles are still supervised
+    launcher.supervise()
+    assert len(procs) == 8
+    procs[3].code = -9  # base replica 2, the role's last: restarted while it has restarts left
+    launcher.supervise()
+    assert len(procs) == 9
+    procs[8].code = -9
+    with pytest.raises(ServerDiedError, match=r"^base replica 2 server \(the last base replica\)"):
+        launcher.supervise()
+
+
+def test_a_replica_that_cannot_come_back_is_dropped(pool, capsys, monkeypatch):
+    launcher, procs, health = pool
+    monkeypatch.setattr("tenacity.nap.time.sleep", lambda s: None)
+    procs[0].code = 1  # draft replica 1; its one restart dies during start-up
+    health.append(ServerDiedError("died during start-up"))
+    launcher.supervise()
+    err = capsys.readouterr().err
+    assert "draft replica 1 (http://127.0.0.1:8201/v1) did not come back after 1 restarts" in err
+    assert "dropped" in err
+    assert launcher._running[0].dropped and not launcher._running[1].dropped
+
+
+def test_a_router_past_its_restarts_stops_serve(pool):
+    launcher, procs, _ = pool
+    procs[5].code = 1  # base router: restarted once
+    launcher.supervise()
+    procs[-1].code = 1
+    with pytest.raises(ServerDiedError, match=r"^base router server exited with code 1 after 1"):
+        launcher.supervise()
