@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.language_models.model_profile import ModelProfile
 
@@ -64,3 +65,28 @@ def capabilities(reasoning_output: bool) -> ModelProfile:
         temperature=True,
         reasoning_output=reasoning_output,
     )
+
+
+def lazy_profile() -> property:
+    """``ChatSpecReason.profile``: as ``ChatOpenAI``'s, with ``max_input_tokens`` on a fresh model.
+
+    Read before the servers' window is known, an own profile (none given) first asks the
+    servers once (``_discover``: one ``/v1/models`` request each, no retry, at most
+    ``judge_timeout`` s), so ``SummarizationMiddleware(llm, trigger=("fraction", 0.8))`` can
+    be built right after the model. It stays without ``max_input_tokens`` when no server
+    answers, and when read inside a running event loop (never blocked there: the first
+    awaited call learns it; or give ``profile={"max_input_tokens": ...}``).
+    """
+
+    def read(model: Any) -> ModelProfile | None:
+        profile: ModelProfile | None = model.__dict__.get("profile")
+        if profile and "max_input_tokens" not in profile and getattr(model, "_own_profile", False):
+            model._discover()
+            profile = model.__dict__.get("profile")
+        return profile
+
+    def write(model: Any, value: ModelProfile | None) -> None:
+        model.__dict__["profile"] = value
+        model.__pydantic_fields_set__.add("profile")
+
+    return property(read, write, doc=lazy_profile.__doc__)

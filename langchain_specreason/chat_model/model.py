@@ -44,7 +44,7 @@ from .arguments import (
     refuse_other_model,
 )
 from .batch import CancellingBatches
-from .discovery import ask, capabilities, discovery_targets, with_window
+from .discovery import ask, capabilities, discovery_targets, lazy_profile, with_window
 from .messages import plain_reply
 from .run import Call, Parent, collect, events
 from .structured import Method, openai_tool_choice, openai_tools, parsed, structured_request
@@ -359,11 +359,7 @@ class ChatSpecReason(CancellingBatches, TokenCounting):
 
     # -- discovery (discovery.py) ---------------------------------------------------------
     def _resolve_model_profile(self) -> ModelProfile | None:
-        """What the model can do.
-
-        ``max_input_tokens`` joins once the servers' window is known (:meth:`_discover`, or
-        after the first call).
-        """
+        """What the model can do; ``max_input_tokens`` joins when read (:func:`lazy_profile`)."""
         return capabilities(reasoning_output=get_format(self.family).thinking_end is not None)
 
     def _discovery_targets(self, on_caller_loop: bool) -> list[OpenAIEndpoint]:
@@ -417,8 +413,9 @@ class ChatSpecReason(CancellingBatches, TokenCounting):
 
     def _learn_window(self, windows: Sequence[int | None]) -> None:
         """``profile["max_input_tokens"]``: the smaller window of the servers, once known."""
-        if self._own_profile and self.profile is not None:
-            profile = with_window(self.profile, windows)
+        own = self.__dict__.get("profile")  # as stored: reading it may discover
+        if self._own_profile and own is not None:
+            profile = with_window(own, windows)
             if profile is not None:
                 self.profile = profile
 
@@ -576,3 +573,8 @@ class ChatSpecReason(CancellingBatches, TokenCounting):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         yield from iter_sync(self._events(messages, stop, run_manager, kwargs))
+
+
+# pydantic makes a property in the class body the field's default; set afterwards, a property
+# (a data descriptor) is what reading or assigning ``llm.profile`` goes through
+ChatSpecReason.profile = lazy_profile()  # type: ignore[assignment]

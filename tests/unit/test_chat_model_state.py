@@ -133,3 +133,55 @@ def test_a_draft_outage_seen_under_one_setting_is_known_to_every_setting(monkeyp
         clock.now += llm.draft_cooldown + 1
         llm.invoke("What is 2+2?", seed=8)
     assert len(draft.requests) == 2  # past the model's cooldown: asked again
+
+
+def _server(name: str, window: int | None, asked: list[str]) -> OpenAIEndpoint:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        asked.append(f"{name} {request.url.path}")
+        if window is None:
+            raise httpx2.ConnectError("connection refused")
+        listed = {"id": name, "object": "model", "max_model_len": window}
+        return httpx2.Response(200, json={"object": "list", "data": [listed]})
+
+    return OpenAIEndpoint(
+        "http://t/v1", name=name, transport=httpx2.MockTransport(handler), max_retries=0
+    )
+
+
+def test_a_summarization_middleware_can_be_built_on_a_fresh_model():
+    from langchain.agents.middleware import SummarizationMiddleware
+
+    asked: list[str] = []
+    llm = ChatSpecReason(
+        draft_endpoint=_server("draft", 4096, asked), base_endpoint=_server("base", 2048, asked)
+    )
+    assert not asked  # building the model asks nothing
+    SummarizationMiddleware(llm, trigger=("fraction", 0.8))  # reads llm.profile
+    assert llm.profile is not None and llm.profile["max_input_tokens"] == 2048
+    assert llm.profile["tool_calling"]
+    assert sorted(asked) == ["base /v1/models", "draft /v1/models"]  # once each
+    copy = llm.model_copy(update={"base_endpoint": _server("base", 1024, asked)})
+    assert copy.profile["max_input_tokens"] == 1024  # its own servers' window, not the learned
+    assert llm.replace(temperature=0.5).profile["max_input_tokens"] == 2048
+
+
+def test_an_unreachable_server_leaves_the_profile_without_a_window_and_is_asked_once():
+    asked: list[str] = []
+    llm = ChatSpecReason(
+        draft_endpoint=_server("draft", None, asked), base_endpoint=_server("base", None, asked)
+    )
+    assert "max_input_tokens" not in llm.profile
+    assert "max_input_tokens" not in llm.profile
+    assert len(asked) == 2  # one attempt each, no retry, not asked again on the next read
+    given = ChatSpecReason(**URLS, profile={"max_input_tokens": 10})
+    assert given.profile == {"max_input_tokens": 10}  # given: kept as given, nothing asked
+
+
+async def test_the_profile_read_inside_a_running_loop_never_blocks_it():
+    asked: list[str] = []
+    llm = ChatSpecReason(
+        draft_endpoint=_server("draft", 4096, asked), base_endpoint=_server("base", 2048, asked)
+    )
+    assert "max_input_tokens" not in llm.profile and not asked  # learned by the first call
+    await llm._adiscover()
+    assert llm.profile["max_input_tokens"] == 2048
