@@ -149,3 +149,45 @@ def test_spearman_with_ties_and_constants():
     assert spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
     assert spearman([1, 1, 2], [0, 0, 1]) == pytest.approx(1.0)
     assert spearman([1, 1, 1], [1, 2, 3]) is None
+
+
+def tiny_model(folder: Path) -> Path:
+    """A random two-layer Llama and a word-level tokenizer: the pipeline, not a router."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    words = "Question p0 p1 p2 p3 p4 p5 ? Reasoning so far : ( none ) [ draft ] step of Next base"
+    vocab = {w: i for i, w in enumerate(["[UNK]", "[PAD]", *dict.fromkeys(words.split())])}
+    vocab.update({str(i): len(vocab) + i for i in range(10)})
+    raw = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    raw.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, pad_token="[PAD]")
+    tokenizer.save_pretrained(folder)
+    config = LlamaConfig(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+    )
+    LlamaForCausalLM(config).save_pretrained(folder)
+    return folder
+
+
+def test_cross_validation_end_to_end_on_a_tiny_model(tmp_path):
+    rows = [
+        rollout(f"p{p}", i, 0.5 if i == 1 else 0.0, harmful=i == 1)
+        for p in range(6)
+        for i in range(3)
+    ]
+    steps = load_labels(write_folder(tmp_path / "dev", rows))
+    base = tiny_model(tmp_path / "base")
+    settings = TrainSettings(epochs=1, max_tokens=32, threads=1, batch_size=4)
+    lines = cross_validate(steps, tmp_path / "cv", base_model=base, settings=settings, folds=2)
+    assert sorted(line["example"] for line in lines) == sorted(
+        f"p{p}:{i}" for p in range(6) for i in range(3)
+    )
+    assert all(0.0 <= line["p_escalate"] <= 1.0 for line in lines)
+    assert router_reading(lines, resamples=20)["steps"] == 18
