@@ -81,6 +81,47 @@ def find_local_counter(
     return local_counter(served_root(listed, base.model), chat_template_kwargs), True
 
 
+SYSTEM_ROLES = ("system", "developer")
+
+PROBE = [{"role": "user", "content": "x"}]
+"""The one-message list :func:`implicit_system` renders with and without a system message."""
+
+
+def implicit_system(exact: Callable[[list[dict[str, Any]]], int | None]) -> int:
+    """Tokens a chat template adds for its default system prompt (Qwen's "You are Qwen, ...").
+
+    ``exact`` counts a list as the template renders it. The difference between :data:`PROBE`
+    alone (the template may inject its default) and after an empty system message (it does
+    not); 0 when the template has no default or a probe cannot be counted.
+    """
+    alone = exact(PROBE)
+    explicit = exact([{"role": "system", "content": ""}, *PROBE])
+    if alone is None or explicit is None:
+        return 0
+    return max(0, alone - explicit)
+
+
+def monotone_count(
+    conversation: list[dict[str, Any]], exact: Callable[[list[dict[str, Any]]], int | None]
+) -> int | None:
+    """``exact(conversation)``, less :func:`implicit_system` when it opens with no system message.
+
+    A template that injects a default system prompt into a list without one (Qwen's "You are
+    Qwen, created by Alibaba Cloud. ...") drops it when the list brings its own: rendered,
+    ``[system, user]`` can be shorter than ``[user]``, and LangChain's ``trim_messages``, which
+    counts the system message and the rest apart and adds them up, keeps the system message
+    alone. Leaving the default's text out of every count makes counts monotone (adding a
+    message never lowers them) and additive enough (the parts' counts add up to at least the
+    whole's): exact for a list that opens with a system message, or under a template without
+    a default; short of the rendered prompt by the default's text otherwise. ``None`` when
+    ``exact`` cannot count ``conversation``.
+    """
+    total = exact(conversation)
+    if total is None or conversation[0].get("role") in SYSTEM_ROLES:
+        return total
+    return max(0, total - implicit_system(exact))
+
+
 def messages_count(
     base: Callable[[], Endpoint | None],
     messages: list[BaseMessage],
@@ -90,30 +131,37 @@ def messages_count(
 ) -> int:
     """Tokens of ``messages`` (and ``tools``) as the base server's chat template renders them.
 
-    ``local`` gives the base model's tokenizer on this machine (``None``: none), which counts
-    without a request; else ``base`` gives the base server (``None``: none configured), asked
-    only for a list not in ``counts``, the exact counts kept so far (the oldest dropped past
-    :data:`KEPT_COUNTS`); with no server reachable, an estimate, not kept (the server may come
-    back).
+    Made monotone by :func:`monotone_count`. ``local`` gives the base model's tokenizer on this
+    machine (``None``: none), which counts without a request; else ``base`` gives the base
+    server (``None``: none configured), asked only for a list not in ``counts``, the exact
+    counts kept so far (the oldest dropped past :data:`KEPT_COUNTS`); with no server
+    reachable, an estimate, not kept (the server may come back).
     """
     conversation = countable(messages)
     if not conversation:
         return 0
     schemas = [convert_to_openai_tool(t) for t in tools] if tools else None
-    key = json.dumps([conversation, schemas], sort_keys=True, default=str)
-    if key not in counts:
-        counter = local()
-        count = counter.count_messages(conversation, schemas) if counter else None
-        if count is None:
-            count = server_count(
-                base(), lambda server: server.count_tokens(conversation, tools=schemas, retry=False)
-            )
-        if count is None:  # no server: an estimate, not kept (the server may come back)
-            return tiktoken_estimate(conversation)
-        if len(counts) >= KEPT_COUNTS:
-            counts.pop(next(iter(counts)))
-        counts[key] = count
-    return counts[key]
+
+    def exact(listed: list[dict[str, Any]]) -> int | None:
+        key = json.dumps([listed, schemas], sort_keys=True, default=str)
+        if key not in counts:
+            counter = local()
+            count = counter.count_messages(listed, schemas) if counter else None
+            if count is None:
+                count = server_count(
+                    base(), lambda server: server.count_tokens(listed, tools=schemas, retry=False)
+                )
+            if count is None:
+                return None
+            if len(counts) >= KEPT_COUNTS:
+                counts.pop(next(iter(counts)))
+            counts[key] = count
+        return counts[key]
+
+    count = monotone_count(conversation, exact)
+    if count is None:  # no server: an estimate, not kept (the server may come back)
+        return tiktoken_estimate(conversation)
+    return count
 
 
 def text_count(base: Endpoint | None, text: str, local: LocalCounter | None = None) -> int:
@@ -141,11 +189,19 @@ class TokenCounting(ChatSpecReasonFields):
     ) -> int:
         """Tokens of any message list as the base server's chat template renders it.
 
-        Exact, by the base model's own tokenizer and chat template on this machine (see
+        By the base model's own tokenizer and chat template on this machine (see
         :attr:`tokenizer`: no request); else by one ``/tokenize`` request (no retry) per
         distinct list, remembered (1,024 lists), so ``trim_messages(..., token_counter=llm)``
         asks once per candidate; with no server configured or reachable, an offline estimate
         (tiktoken). Needs no user message.
+
+        Adding a message never lowers the count, and the counts of a list's parts add up to
+        at least the whole's, as LangChain's trimmers and middlewares assume: the text of the
+        template's default system prompt, which the template injects only into a list without
+        a system message (Qwen's "You are Qwen, ..."; measured once on a probe, see
+        :func:`monotone_count`), is left out of every count. A list that opens with a system
+        message counts exactly; one without counts the prompt less that default (all of it
+        under a template without one).
         """
         return messages_count(
             self._base_or_none, messages, tools, self._counts, self._local_counter
