@@ -16,7 +16,12 @@ score
     one-token rating (``greedy``: the sampled digit; ``average``: the probability-weighted
     mean of the digits among the top logprobs), a log-probability for ``likelihood`` and
     ``confidence``, ``1 - p(escalate)`` for the Arbitrage router. The judge compares it with
-    its threshold.
+    its threshold. In the ``agree`` mode no judge runs: 1.0 where the draft's step agrees
+    with the base's own step at that position, 0.0 where it does not.
+verify
+    Deciding drafted positions (node ``verify``): a judge reads each draft step (``judge``
+    mode), or the base model writes its own step at each drafted position and a rule compares
+    the two (``agree`` mode). See :mod:`~.graph.verifiers`.
 accepted step
     A draft step whose score reaches the threshold (decision ``accepted``, node ``accept``).
     It joins the trace as written.
@@ -68,10 +73,13 @@ class StepRecord(TypedDict):
     draft_tokens: int
     """Tokens the draft model generated for this step (0 when no draft was made)."""
     base_tokens: int
-    """Tokens the base model generated for this step (0 for an accepted draft)."""
+    """Tokens the base model generated for this step: its rewrite, or in the ``agree`` mode
+    its own step at an agreed position (0 for a draft the judge accepted)."""
     draft_s: float
     """Seconds the run waited for the draft model (a lookahead's hidden part not counted)."""
     judge_s: float
+    """Seconds the run waited on verification: the judge's reading, or in the ``agree`` mode
+    the base's steps after the last draft the round waited for (on a round's first step)."""
     rewrite_s: float
     """Seconds the base model took to write this step (0 for an accepted draft)."""
     judge_prompt_tokens: int
@@ -101,6 +109,11 @@ class PendingStep(TypedDict):
     """A replacement step the judge already wrote (see :class:`~.judges.Rewrite`)."""
     index: NotRequired[int]
     """Position of a lookahead draft in the trace."""
+    drafted: NotRequired[bool]
+    """False for a position the draft failed to write (the base's step is in ``rewrite``)."""
+    base_tokens: NotRequired[int]
+    """Tokens the base model generated to verify this position (the ``agree`` mode: its own
+    step there); counted in the step record's ``base_tokens`` even when the draft is kept."""
     logprobs: NotRequired[list[float]]
     """The draft model's log-probability of each token it wrote (the ``confidence`` judge)."""
     logprob_tokens: NotRequired[list[str]]

@@ -5,23 +5,20 @@ The nodes are module-level functions (:mod:`.nodes`, :mod:`.answer`) over pure h
 
 ::
 
-    START -> start -> draft -> judge -> accept -----> draft | rewrite | answer -> END
-                        |         \\-> rewrite ----/
-                        \\-(blank draft)-> rewrite
-
-    agree mode (verify="agree"):
     START -> start -> verify -> accept | rewrite -> verify | rewrite | answer -> END
 
-* ``start`` checks the conversation and resets the per-run fields;
-* ``draft``: the draft model writes the next step (stops at the delimiter);
-* ``judge``: the judge scores it (:mod:`~.judges`); meanwhile, with ``lookahead``, the draft
-  model writes the next step as if this one is accepted (used by ``draft`` if it is);
-* ``accept``: the draft step joins the trace; ``rewrite``: the base model writes the step itself
-  (also for the first ``first_n_base_steps`` steps, which are never drafted);
-* ``verify`` (the ``agree`` mode, :mod:`.verify`, instead of ``draft`` and ``judge``): the
-  draft writes ``steps_ahead`` steps while the base model writes its own step at each of those
-  positions in parallel; the agreeing draft steps join the trace (``accept``), then the base's
-  step at the first disagreement (``rewrite``, already written);
+* ``start`` checks the conversation, fits the budget to the servers' windows and resets the
+  per-run fields;
+* ``verify`` decides the next drafted positions with the mode's verifier (:mod:`.verifiers`):
+  ``judge`` (SpecReason) has the draft model write the next step and a judge read it (with
+  ``lookahead`` the draft writes the step after it meanwhile); ``agree`` (Lookahead Reasoning)
+  has the draft write ``steps_ahead`` steps while the base model writes its own step at each
+  of those positions, pipelined, and keeps the agreeing prefix. Decided positions queue in
+  ``verified`` and join the trace one node run each. A draft outage (or an open circuit
+  breaker) is handled here for every mode;
+* ``accept``: the draft step joins the trace; ``rewrite``: the base model writes the step (a
+  rejected or blank draft, one of the first ``first_n_base_steps``, the draft down), unless the
+  verifier already wrote it;
 * after each step the stop rules run (:func:`apply_step`): end of message, end of thinking,
   a step repeating a recent one, or the budget spent; then ``answer`` writes the final answer
   (streamed by the base model, or by the draft with ``answer_by="draft"``).
@@ -43,24 +40,26 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
-from ..agreement import make_rule
 from ..config import SpecReasonConfig
 from ..endpoint import Endpoint
 from ..formats import PromptFormat, get_format
-from ..judges import Judge, make_judge
+from ..judges import Judge
 from ..state import SpecReasonInput, SpecReasonOutput, SpecReasonState
 from . import nodes
 from .answer import answer
 from .breaker import Breaker
-from .nodes import Parts
+from .parts import Parts, Round, Verifier
 from .steps import apply_step, next_node, step_finish, step_record
+from .verifiers import make_verifier
 from .verify import after_verify, verify
 
 __all__ = [
     "NODES",
     "Breaker",
     "Parts",
+    "Round",
     "SpecReasonGraph",
+    "Verifier",
     "apply_step",
     "create_specreason_graph",
     "next_node",
@@ -68,7 +67,7 @@ __all__ = [
     "step_record",
 ]
 
-NODES = ("start", "draft", "judge", "verify", "accept", "rewrite", "answer")
+NODES = ("start", "verify", "accept", "rewrite", "answer")
 """The graph's node names. Stable: traces, tests and UIs refer to them."""
 
 SpecReasonGraph = CompiledStateGraph[SpecReasonState, None, SpecReasonInput, SpecReasonOutput]
@@ -86,14 +85,16 @@ def create_specreason_graph(
     name: str | None = "specreason",
     context_schema: type[Any] | None = None,
     breaker: Breaker | None = None,
+    verifier: Verifier | None = None,
 ) -> SpecReasonGraph:
     """Build the SpecReason graph over a draft and a base endpoint.
 
     Args:
         draft: the small model's endpoint (writes draft steps).
         base: the big model's endpoint (judges, rewrites, answers).
-        judge: decides whether a draft step is accepted; default: the judge ``config.judge``
-            names, with its settings (:func:`~.judges.make_judge`).
+        judge: decides whether a draft step is accepted (``verify="judge"`` only; refused with
+            ``verify="agree"``); default: the judge ``config.judge`` names, with its settings
+            (:func:`~.judges.make_judge`).
         config: the knobs (:class:`SpecReasonConfig`).
         family: prompt family of the pair (``"instruct"``, ``"think"``, or a
             :class:`~.formats.PromptFormat`).
@@ -104,6 +105,8 @@ def create_specreason_graph(
         breaker: the draft server's circuit breaker; pass one :class:`~.breaker.Breaker` to
             several graphs over the same draft server (a chat model's settings) so an outage
             one of them saw is known to all; default: one of this graph's own.
+        verifier: decides the drafted positions (:class:`~.parts.Verifier`); default: the one
+            ``config.verify`` names (:func:`~.verifiers.make_verifier`).
 
     Returns:
         A compiled LangGraph graph. Input :class:`~.state.SpecReasonInput` (``messages``,
@@ -119,15 +122,13 @@ def create_specreason_graph(
     """
     cfg = config or SpecReasonConfig()
     fmt = get_format(family)
-    agree = cfg.verify == "agree"
     parts = Parts(
         draft=draft,
         base=base,
-        judge=None if agree else judge or make_judge(cfg, draft, base, fmt),
+        verifier=verifier or make_verifier(cfg, draft, base, fmt, judge),
         config=cfg,
         fmt=fmt,
         breaker=breaker or Breaker(cfg.draft_cooldown),
-        rule=make_rule(cfg.agree_rule, cfg.as_dict()) if agree else None,
     )
     builder = StateGraph(
         SpecReasonState,
@@ -136,27 +137,14 @@ def create_specreason_graph(
         output_schema=SpecReasonOutput,
     )
     builder.add_node("start", partial(nodes.start, parts=parts))
-    builder.add_node("draft", partial(nodes.draft, parts=parts))
-    builder.add_node("judge", partial(nodes.judge, parts=parts))
+    builder.add_node("verify", partial(verify, parts=parts))
     builder.add_node("accept", partial(nodes.accept, parts=parts))
     builder.add_node("rewrite", partial(nodes.rewrite, parts=parts))
-    builder.add_node("verify", partial(verify, parts=parts))
     builder.add_node("answer", partial(answer, parts=parts))
     builder.add_edge(START, "start")
-    route: dict[Hashable, str] = {
-        "draft": "draft",
-        "verify": "verify",
-        "rewrite": "rewrite",
-        "answer": "answer",
-    }
+    route: dict[Hashable, str] = {"verify": "verify", "rewrite": "rewrite", "answer": "answer"}
     for node in ("start", "accept", "rewrite"):
         builder.add_conditional_edges(node, partial(nodes.after_step, parts=parts), route)
-    builder.add_conditional_edges(
-        "draft", nodes.after_draft, {"judge": "judge", "rewrite": "rewrite"}
-    )
-    builder.add_conditional_edges(
-        "judge", nodes.after_judge, {"accept": "accept", "rewrite": "rewrite"}
-    )
     builder.add_conditional_edges(
         "verify", after_verify, {"accept": "accept", "rewrite": "rewrite"}
     )

@@ -16,7 +16,7 @@ from ..endpoint import ChatRequest, Completion
 from ..events import AnswerDelta, AnswerToolCall
 from ..formats import continue_messages, to_openai_messages
 from ..state import SpecReasonState
-from .nodes import Parts
+from .parts import Parts
 from .steps import answer_room, step_texts
 from .toolcalls import Recovered, call_prefix, may_be_a_call, recover_tool_calls
 from .tracing import Traced, completion_outputs, served_model, traced_call

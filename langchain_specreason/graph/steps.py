@@ -65,9 +65,15 @@ def step_record(
 
     ``accepted``: ``pending`` as drafted. ``rewritten``: the base model's ``text`` replaces the
     rejected draft ``pending``. ``base``: the base model's ``text``, no draft (``pending``
-    ``None``).
+    ``None``, or a position the draft failed to write). ``base_tokens``: what the base model
+    generated for the step (default: an accepted position's own, ``pending["base_tokens"]``,
+    which the ``agree`` mode sets).
     """
     by_base = decision != "accepted"
+    if pending is not None and not pending.get("drafted", True):
+        pending = None  # the draft failed here: nothing of it is recorded
+    if not by_base and pending is not None:
+        base_tokens = pending.get("base_tokens", base_tokens)
     record: StepRecord = {
         "index": len(state.get("steps") or []),
         "text": text if by_base and text is not None else (pending["text"] if pending else ""),
@@ -121,6 +127,8 @@ def next_node(state: SpecReasonState, config: SpecReasonConfig) -> str:
     """Where to go after a step joins the trace (or at the start)."""
     if state.get("stop"):
         return "answer"
+    if state.get("verified"):  # a round's decided positions join first, even after an outage
+        return "verify"
     if len(state.get("steps") or []) < config.first_n_base_steps or state.get("draft_down"):
         return "rewrite"
-    return "verify" if config.verify == "agree" else "draft"
+    return "verify"

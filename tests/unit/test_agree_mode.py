@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Callable
 
 import pytest
+from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_specreason import SpecReasonConfig, SpecReasonStats
@@ -197,3 +198,132 @@ async def test_each_round_says_where_its_time_went():
     table = rounds_markdown({"agree result steps_ahead=3": [{"rounds": rounds}], "base": [{}]})
     assert "| agree result steps_ahead=3 | 2 | 2.50 |" in table
     assert "| base |" not in table
+
+
+def failing_from(position: int) -> Callable[[ChatRequest], Completion]:
+    """A draft that writes positions before ``position`` and fails from it on."""
+
+    def handler(req: ChatRequest) -> Completion:
+        if partial_of(req).count("\n\n") >= position:
+            raise EndpointError("draft", "http://d/v1", "draft server died")
+        return writer("Draft", {}, 6)(req)
+
+    return handler
+
+
+async def test_a_draft_outage_late_in_a_round_keeps_every_agreed_step_and_the_base_step():
+    """steps_ahead=3, the draft dies writing position 2: positions 0 and 1 agreed and are both
+    kept; the base's step at position 2, asked for before the outage, is kept, not asked again;
+    the fallback names position 2."""
+    draft = ScriptedEndpoint("draft", failing_from(2))
+    base = ScriptedEndpoint("base", writer("Base", {}, 6))
+    graph = create_specreason_graph(draft, base, config=agree_config(draft_cooldown=0))
+    events, out = [], {}
+    with pytest.warns(UserWarning, match="draft server died"):
+        async for mode, event in graph.astream(QUESTION, stream_mode=["custom", "values"]):
+            if mode == "custom":
+                events.append(event)
+            else:
+                out = event
+    decisions = [s["decision"] for s in out["steps"]]
+    assert decisions[:3] == ["accepted", "accepted", "base"]
+    assert out["steps"][2]["text"] == "Base step 2 gives 20.\n\n"
+    assert out["steps"][2]["draft_text"] is None and out["steps"][2]["score"] is None
+    assert sorted(positions(base)).count(2) == 1  # the base's step 2 was written once
+    fallback = [e for e in events if e["type"] == "fallback"]
+    assert [e["step"] for e in fallback] == [2]
+
+
+async def test_a_draft_outage_at_the_first_position_keeps_the_base_step_already_asked():
+    draft = ScriptedEndpoint("draft", failing_from(0))
+    base = ScriptedEndpoint("base", writer("Base", {}, 1))
+    graph = create_specreason_graph(draft, base, config=agree_config(draft_cooldown=0))
+    with pytest.warns(UserWarning, match="draft server died"):
+        out = await graph.ainvoke(QUESTION)
+    assert [s["decision"] for s in out["steps"]] == ["base", "base"]
+    assert positions(base).count(0) == 1
+
+
+async def test_agreed_positions_count_the_base_tokens_that_usage_counts():
+    """The base wrote its own step at every agreed position: the stats count those tokens."""
+    out, _, base = await run({}, end_at=2)
+    stats = SpecReasonStats.from_state(out)
+    written = sum(r.max_tokens > 0 for r in base.requests) * 5  # each scripted step: 5 tokens
+    assert stats.base_tokens == written == 15
+    assert all(s["base_tokens"] == 5 for s in out["steps"])
+
+
+async def test_the_rule_reads_the_base_step_as_it_would_join_the_trace():
+    """The draft's step carries its delimiter back; the base's is compared in the same form, so
+    a final ``42.`` line reads the same on both sides."""
+
+    def handler(prefix: str) -> Callable[[ChatRequest], Completion]:
+        return lambda req: step(f"{prefix} so the answer is\n42.", 5, end=False)
+
+    draft = ScriptedEndpoint("draft", handler("Draft"))
+    base = ScriptedEndpoint("base", handler("Base"))
+    graph = create_specreason_graph(draft, base, config=agree_config(budget=5))
+    out = await graph.ainvoke(QUESTION)
+    assert out["steps"][0]["decision"] == "accepted"
+
+
+async def test_a_custom_judge_with_the_agree_mode_is_refused():
+    from langchain_specreason.errors import ConfigError
+    from langchain_specreason.judges import Verdict
+
+    class Always:
+        async def judge(self, ctx):
+            return Verdict(score=9, accept=True)
+
+    with pytest.raises(ConfigError, match="custom judge"):
+        create_specreason_graph(
+            ScriptedEndpoint("d", writer("D", {}, 1)),
+            ScriptedEndpoint("b", writer("B", {}, 1)),
+            config=agree_config(),
+            judge=Always(),
+        )
+
+
+async def test_cancelling_a_round_during_its_cleanup_is_not_swallowed(monkeypatch):
+    """The round cancelled while it waits for its cancelled work to end: the cancellation
+    passes (the old cleanup suppressed it and returned the round as if done)."""
+    from langchain_specreason.formats import get_format
+    from langchain_specreason.graph import Parts
+    from langchain_specreason.graph.verifiers import agree, make_verifier
+
+    monkeypatch.setattr(agree, "get_stream_writer", lambda: lambda event: None)  # no graph here
+
+    release, cleaning, asked = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    class Slow(ScriptedEndpoint):
+        async def complete(self, request: ChatRequest) -> Completion:
+            self.requests.append(request)
+            if partial_of(request).count("\n\n") >= 1:
+                asked.set()
+                try:
+                    await asyncio.sleep(3600)
+                except asyncio.CancelledError:
+                    cleaning.set()
+                    await release.wait()  # a slow cancellation: the cleanup waits on it
+                    raise
+            await asked.wait()  # position 0 answers once position 1 is being written
+            return writer("Base", {0: 7}, 5)(request)
+
+    config = agree_config()
+    draft = ScriptedEndpoint("draft", writer("Draft", {}, 5))
+    base = Slow("base", writer("Base", {}, 5))
+    parts = Parts(
+        draft,
+        base,
+        make_verifier(config, draft, base, get_format("instruct")),
+        config,
+        get_format("instruct"),
+    )
+    state = {"messages": [HumanMessage("What is 12*7?")], "steps": [], "budget": 100}
+    task = asyncio.ensure_future(parts.verifier.round(parts, state, {}))
+    await asyncio.wait_for(cleaning.wait(), 5)  # position 0 disagreed: the round cleans up
+    task.cancel()
+    await asyncio.sleep(0)
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 5)

@@ -92,3 +92,26 @@ async def test_a_skipped_draft_is_a_visible_fallback(clock):
             events.append(event)
     fallbacks = [e for e in events if e["type"] == "fallback"]
     assert len(fallbacks) == 1 and "skipped for 30 s more" in fallbacks[0]["reason"]
+
+
+async def test_an_open_breaker_skips_the_start_nodes_window_and_token_probes(clock):
+    """During an outage the ``start`` node does not ask the draft for its window or counts."""
+    from .fakes import WindowedScriptedEndpoint
+
+    probes = {"n": 0}
+
+    class Dead(WindowedScriptedEndpoint):
+        async def max_model_len(self) -> int | None:
+            probes["n"] += 1
+            raise EndpointError("draft", "http://d/v1", "unreachable (connection refused)")
+
+    draft = Dead("draft", lambda r: step("x", 1), window=4096)
+    base = WindowedScriptedEndpoint(
+        "base", lambda r: score("9") if is_judge(r) else step("2+2 = 4.", 4, end=True), window=4096
+    )
+    graph = create_specreason_graph(draft, base, config=SpecReasonConfig(judge="score"))
+    for _ in range(3):
+        out = await _run(graph)
+        assert out["draft_down"]
+    assert probes["n"] == 1  # the first run's probe tripped the breaker; later runs skip it
+    assert draft.requests == []  # and no step request ever went to the dead server

@@ -175,9 +175,13 @@ async def test_tracing_has_a_child_run_per_server_call_with_step_metadata():
 
     walk(root)
     assert parent(runs["specreason"][0]) == "ChatSpecReason"
-    for call, node in [("judge_step", "judge"), ("rewrite_step", "rewrite")]:
+    for call, node in [
+        ("draft_step", "verify"),
+        ("judge_step", "verify"),
+        ("rewrite_step", "rewrite"),
+    ]:
         assert {parent(r) for r in runs[call]} == {node}
-    assert {parent(r) for r in runs["draft"] + runs["judge"] + runs["rewrite"]} == {"specreason"}
+    assert {parent(r) for r in runs["verify"] + runs["rewrite"]} == {"specreason"}
     judges = runs["judge_step"]
     assert [r.extra["metadata"]["specreason_step"] for r in judges] == [0, 1, 2]
     decided = [r.outputs["llm_output"] for r in judges]
@@ -199,19 +203,19 @@ async def test_tracing_has_a_child_run_per_server_call_with_step_metadata():
     rewrite = runs["rewrite_step"][0]
     assert rewrite.extra["metadata"]["specreason_decision"] == "rewritten"
     assert rewrite.extra["metadata"]["specreason_score"] == 2.0
-    # Step 0 and step 2 (after the rewrite) are drafted by the draft node; steps 1 and 2 are
+    # Step 0 and step 2 (after the rewrite) are drafted by the verify node; steps 1 and 2 are
     # also drafted ahead while the judge reads the step before (step 2's is discarded: step 1
     # was rewritten, so it continued a prefix that was not kept).
     drafts = runs["draft_step"]
     on_path = [r for r in drafts if not r.extra["metadata"].get("specreason_lookahead")]
     ahead = [r for r in drafts if r.extra["metadata"].get("specreason_lookahead")]
     assert [(r.extra["metadata"]["specreason_step"], parent(r)) for r in on_path] == [
-        (0, "draft"),
-        (2, "draft"),
+        (0, "verify"),
+        (2, "verify"),
     ]
     assert [(r.extra["metadata"]["specreason_step"], parent(r)) for r in ahead] == [
-        (1, "judge"),
-        (2, "judge"),
+        (1, "verify"),
+        (2, "verify"),
     ]
     everything = str(
         [(r.serialized, r.extra, r.inputs, r.outputs) for group in runs.values() for r in group]

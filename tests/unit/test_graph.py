@@ -262,7 +262,7 @@ async def test_resume_after_a_server_failure_loses_no_step():
         await graph.ainvoke(QUESTION, thread)
     saved = await graph.aget_state(thread)
     assert [s["text"] for s in saved.values["steps"]] == ["S0.\n\n", "S1.\n\n"]
-    assert saved.next == ("draft",)
+    assert saved.next == ("verify",)
     out = await graph.ainvoke(None, thread)
     assert [s["text"] for s in out["steps"]] == ["S0.\n\n", "S1.\n\n", "S2.\n\n", "S3."]
     assert len(base.judge_calls()) == 4  # the two finished steps were not judged again
