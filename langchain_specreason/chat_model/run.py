@@ -8,15 +8,18 @@ metadata; :func:`collect` makes them one :class:`ChatResult`.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
+from uuid import UUID
 
 from langchain_core.callbacks import (
     AsyncCallbackManager,
     AsyncCallbackManagerForLLMRun,
+    BaseCallbackManager,
     CallbackManagerForLLMRun,
 )
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, RemoveMessage
@@ -24,7 +27,10 @@ from langchain_core.messages.ai import UsageMetadata, add_usage
 from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.pregel._messages import StreamMessagesHandler
+from langgraph.pregel._tools import StreamToolCallHandler
 
 from ..endpoint import Endpoint, WindowedEndpoint
 from ..endpoint.routing import routing_key
@@ -92,17 +98,90 @@ def answer_options(kwargs: dict[str, Any], default_stop: list[str] | None) -> An
     return options
 
 
+OUTER_STREAMS = (StreamMessagesHandler, StreamToolCallHandler)
+"""LangGraph's handlers of an outer graph's ``messages`` and ``tools`` stream modes: the chat
+model's own run feeds them (its chunks, its reply); the graph inside it does not (its nodes'
+messages would show the reply again, under a ``model:<id>`` namespace)."""
+
+
 def run_config(run_manager: Parent | None, usage: CallUsage) -> RunnableConfig:
-    """The graph's config: the caller's callbacks, and ``usage`` counting every call."""
-    if run_manager is None:
-        return {"callbacks": [usage]}
-    # the chat model's run parents the graph's: langchain-core's get_child (a parent run
-    # manager's), for an LLM run manager, which has none; ``usage`` inherited by every child
-    children = AsyncCallbackManager(handlers=[], parent_run_id=run_manager.run_id)
-    children.set_handlers([*run_manager.inheritable_handlers, usage])
-    children.add_tags(run_manager.inheritable_tags)
-    children.add_metadata(run_manager.inheritable_metadata)
+    """The graph's config: the caller's callbacks, and ``usage`` counting every call.
+
+    The graph's run is a child of the chat model's run (run the graph :func:`detached`, or
+    an outer chain's or graph node's run config, LangChain's ambient parent, would take it);
+    an outer graph's stream handlers are left out (:data:`OUTER_STREAMS`).
+
+    ``stream()``/``astream()`` give ``_astream`` no run manager (langchain-core), so the chat
+    model's run is not known there: the graph's run is then a child of the caller's
+    runnable (a chain, a graph node: LangChain's ambient config), beside the chat model's.
+    """
+    parent: UUID | None = None
+    tags: list[str] = []
+    metadata: dict[str, Any] = {}
+    if run_manager is not None:
+        # the chat model's run parents the graph's: langchain-core's get_child (a parent run
+        # manager's), for an LLM run manager, which has none
+        parent, handlers = run_manager.run_id, run_manager.inheritable_handlers
+        tags, metadata = run_manager.inheritable_tags, run_manager.inheritable_metadata
+    else:
+        ambient = var_child_runnable_config.get() or {}
+        callbacks = ambient.get("callbacks")
+        if isinstance(callbacks, BaseCallbackManager):
+            parent, handlers = callbacks.parent_run_id, callbacks.inheritable_handlers
+            tags, metadata = callbacks.inheritable_tags, callbacks.inheritable_metadata
+        else:
+            handlers = list(callbacks or [])
+        tags = [*tags, *(ambient.get("tags") or [])]
+        metadata = {**(ambient.get("metadata") or {}), **metadata}
+    # ``usage`` inherited by every child
+    children = AsyncCallbackManager(handlers=[], parent_run_id=parent)
+    children.set_handlers([*(h for h in handlers if not isinstance(h, OUTER_STREAMS)), usage])
+    children.add_tags(list(dict.fromkeys(tags)))
+    children.add_metadata(metadata)
     return {"callbacks": children}
+
+
+def detached() -> contextvars.Context:
+    """The caller's context without LangChain's ambient run config.
+
+    Called in a chain (``prompt | llm | parser``) or in a node of a LangGraph graph, the
+    caller's context holds that runnable's child config (``var_child_runnable_config``).
+    LangGraph merges it into the graph's own config: its callback manager's parent (the
+    chain, the node) would parent the graph's run beside the chat model's run instead of
+    beneath it, and its ``configurable`` (the outer graph's checkpoint namespace, stream and
+    checkpointer) would make the graph a subgraph of the outer one. Tracing context
+    (LangSmith's) and every other variable are kept.
+    """
+    context = contextvars.copy_context()
+    context.run(var_child_runnable_config.set, None)
+    return context
+
+
+async def within(context: contextvars.Context, step: Callable[[], Awaitable[T]]) -> T:
+    """``step()`` awaited in ``context`` (a task of its own; a cancellation reaches it)."""
+
+    async def run() -> T:
+        return await step()
+
+    return await asyncio.create_task(run(), context=context)
+
+
+async def streamed_within(
+    context: contextvars.Context, stream: AsyncIterator[T]
+) -> AsyncIterator[T]:
+    """The items of ``stream``, each step of it run in ``context``; closed there too."""
+    items = aiter(stream)
+    try:
+        while True:
+            try:
+                item = await within(context, lambda: anext(items))
+            except StopAsyncIteration:
+                return
+            yield item
+    finally:
+        close = getattr(items, "aclose", None)
+        if close is not None:
+            await within(context, close)
 
 
 async def events(
@@ -123,6 +202,7 @@ async def events(
     state: dict[str, Any] = {}
     usage = CallUsage()  # every server call's tokens, by model
     config = run_config(run_manager, usage)
+    context = detached()  # the graph's runs beneath the chat model's (see detached)
     # output_version="v1" numbers content blocks by runs of one type (LangChain counts
     # them as the chunks pass): the calls' blocks follow the text's, not overlap them
     step_kind = "reasoning" if think else "text"
@@ -132,7 +212,7 @@ async def events(
     resume = False
     if call.checkpointed:
         config["configurable"] = {"thread_id": thread_id(run_manager, kwargs)}
-        saved = await graph.aget_state(config)
+        saved = await within(context, lambda: graph.aget_state(config))
         # unfinished: a node to run, or one whose writes were saved but whose checkpoint
         # was not (the process died between them; LangGraph applies them on resume)
         resume = bool(saved.next or saved.tasks) and same_turns(
@@ -153,8 +233,11 @@ async def events(
     with routing_key(key):
         async for mode, item in until(
             call.deadline,
-            graph.astream(
-                cast(SpecReasonInput | None, inputs), config, stream_mode=["custom", "values"]
+            streamed_within(
+                context,
+                graph.astream(
+                    cast(SpecReasonInput | None, inputs), config, stream_mode=["custom", "values"]
+                ),
             ),
         ):
             if mode == "values":
