@@ -94,10 +94,12 @@ class SpecReasonConfig(Settings):
         super().__init__(**data)
 
     verify: Literal["judge", "agree"] = "judge"
-    """How a draft step is checked. ``judge``: the judge reads it (SpecReason). ``agree``: the
-    base model writes its own step at each of the ``steps_ahead`` positions the draft wrote,
-    in one parallel batch, and a draft step is kept where ``agree_rule`` says the two agree;
-    at the first disagreement the base's step is kept (Lookahead Reasoning). No judge runs."""
+    """How a draft step is checked (the verifier, :mod:`~.graph.verifiers`). ``judge``: the
+    judge reads it (SpecReason). ``agree``: the base model writes its own step at each of the
+    ``steps_ahead`` positions the draft writes, each sent as soon as its prefix is known
+    (pipelined behind the draft), and a draft step is kept where ``agree_rule`` says the two
+    agree; at the first disagreement the base's step is kept and the round ends (Lookahead
+    Reasoning). No judge runs; a custom judge is refused."""
     agree_rule: str = "result"
     """``agree`` mode: the rule comparing the draft's step with the base's (see
     :mod:`~.agreement`): ``result`` (the last quantity), ``numbers``, ``text``."""

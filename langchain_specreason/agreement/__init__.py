@@ -1,8 +1,9 @@
 """Agreement rules: whether the draft's step says what the base model's own step says.
 
 The ``agree`` mode (``SpecReasonConfig(verify="agree")``) replaces the judge: the base model
-writes its own step at each position the draft wrote ahead, in one parallel batch, and a rule
-compares the two. One rule per file, each declaring a :class:`RuleSpec`:
+writes its own step at each position the draft writes ahead, each request sent as soon as its
+prefix is known (:mod:`~..graph.verifiers.agree`), and a rule compares the two. One rule per
+file, each declaring a :class:`RuleSpec`:
 
 ==========  =================================================================
 name        agree when

@@ -30,6 +30,17 @@ def test_result_agrees_on_the_same_result_written_differently():
     assert agree("result", "She has twelve apples left.", "12 apples remain.")
 
 
+def test_quantities_keep_separate_numbers_apart():
+    """The review's readings (round 5, F10): words joined only where a number continues, a
+    comma as a thousands mark only between groups of three, a lone "one" not a quantity."""
+    assert quantities("He has five and six apples.") == ["5", "6"]
+    assert quantities("between two and three hours") == ["2", "3"]
+    assert quantities("the numbers 1,2,3") == ["1", "2", "3"]
+    assert quantities("Let us solve this one step at a time.") == []
+    assert quantities("one thousand two hundred and thirty-four") == ["1234"]
+    assert quantities("one hundred and 1,250 and twenty one") == ["100", "1250", "21"]
+
+
 def test_result_catches_a_wrong_quantity_written_in_words():
     assert not agree("result", "So she has thirteen apples.", "So she has 12 apples.")
     assert not agree("numbers", "So she has thirteen apples.", "So she has 12 apples.")
