@@ -55,9 +55,11 @@ from .wiring import build_graph, remembered
 class ChatSpecReason(CancellingBatches, TokenCounting):
     r"""Chat model that reasons with SpecReason over a draft and a base vLLM server.
 
-    A small draft model writes each reasoning step; the base model scores it in one forward
-    pass and rewrites only the steps that score below `threshold`; then the base model writes
-    the answer. With `verify="agree"` the base model writes its own step at each drafted
+    A small draft model writes each reasoning step; the judge checks it, and the base model
+    rewrites only the steps the judge rejects; then the base model writes the answer. The
+    default judge, `arithmetic+likelihood`, recomputes the step's arithmetic, then keeps it
+    when the base model's log-probability of its tokens (one forward pass) is at least
+    `likelihood_threshold`; `judge="score"` with `threshold` is the paper's 0-9 rating. With `verify="agree"` the base model writes its own step at each drafted
     position instead, in one parallel batch, and a draft step is kept where the two agree.
     Drop it in wherever a chat model goes: chains, RAG, LangGraph agents.
 
@@ -243,7 +245,9 @@ class ChatSpecReason(CancellingBatches, TokenCounting):
         `max_tokens` less the answer's share (half, at most `answer_max_tokens`) within
         `budget`, the answer the rest (`finish_reason="length"` when it cut).
         `get_num_tokens_from_messages` counts with the base model's own tokenizer on this
-        machine when it can (`tokenizer=`), else asks the server.
+        machine when it can (`tokenizer=`), else asks the server; a count never drops when a
+        message is added (the template's default system prompt is left out), as
+        `trim_messages` assumes.
 
     ??? info "Response metadata"
 
@@ -251,6 +255,14 @@ class ChatSpecReason(CancellingBatches, TokenCounting):
         msg.response_metadata["specreason"]  # steps accepted / rewritten, tokens, seconds
         msg.response_metadata["tokens_by_model"]  # {"draft": ..., "base": ...}
         ```
+
+    ??? info "Profile, copies, cached graphs"
+
+        `profile["max_input_tokens"]` is the servers' smaller window, asked once when first read
+        (so `SummarizationMiddleware(llm, trigger=("fraction", 0.8))` works on a fresh model).
+        `replace(...)` and `model_copy(update=...)` build their own endpoints, graphs and
+        caches from their fields. One graph per per-call setting, the 32 last used kept; all
+        share one draft circuit breaker (the model's `draft_cooldown`).
 
     Outputs above: the `cpu-test` pair (SmolLM2-135M draft, Qwen2.5-Coder-0.5B base), greedy.
     """

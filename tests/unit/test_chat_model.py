@@ -559,3 +559,15 @@ async def test_stopping_abatch_as_completed_early_cancels_the_runs_still_going()
     await runs.aclose()
     assert len(stalled.requests) == 2  # max_concurrency held the third back
     assert stalled.cancelled == 2  # and nothing is left running
+
+
+def test_the_guide_names_the_default_judges_threshold_and_the_package_map_every_module():
+    from pathlib import Path
+
+    import langchain_specreason.chat_model as package
+
+    first = (ChatSpecReason.__doc__ or "").split("\n\n")[1]  # the paragraph after the summary
+    assert "`likelihood_threshold`" in first and "below `threshold`" not in first
+    here = Path(package.__file__).parent
+    modules = {p.name for p in here.glob("*.py") if p.name != "__init__.py"}
+    assert {m for m in modules if f"``{m}``" not in (package.__doc__ or "")} == set()
