@@ -408,10 +408,16 @@ async def until(deadline: float | None, stream: AsyncIterator[T]) -> AsyncIterat
 
 
 async def known_window(endpoint: WindowedEndpoint) -> int | None:
-    """The window the run already asked for (cached); ``None`` for a server that is down.
+    """The window the run already learned; ``None`` when it was never learned.
 
-    A draft down since the start: the base model answered alone, nothing is lost.
+    Read from the endpoint's cache (``cached_max_model_len``, no request): a server the run
+    could not ask (a draft down since the start: the base model answered alone) is not asked
+    again, with retries, after the answer. An endpoint without that cache is asked
+    (``max_model_len``); ``None`` if it fails.
     """
+    cached = getattr(endpoint, "cached_max_model_len", None)
+    if callable(cached):
+        return cast(int | None, cached())
     try:
         return await endpoint.max_model_len()
     except EndpointError:

@@ -277,6 +277,14 @@ class OpenAIEndpoint:
             self._window = self._listed_window(page.data) or 0
         return self._window or None
 
+    def cached_max_model_len(self) -> int | None:
+        """The context window already learned (:meth:`discover`, :meth:`max_model_len`), no I/O.
+
+        ``None`` when it was never learned (the server was down, or not asked yet) or the
+        server reports none.
+        """
+        return self._window or None
+
     def _listed_window(self, listed: Sequence[openai.types.Model]) -> int | None:
         """The window a ``/v1/models`` listing gives our model (the first listed, if unnamed).
 
