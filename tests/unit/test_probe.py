@@ -12,16 +12,24 @@ from langchain_specreason.endpoint import ChatRequest, Completion
 from langchain_specreason.errors import ConfigError
 from langchain_specreason.lab.probe import report
 from langchain_specreason.lab.probe.ceilings import (
+    Agreement,
     Measured,
     agreement_ceiling,
     agreement_speedup,
+    batch_cost,
     below_reference,
     candidate_ceiling,
     ceilings,
     load_tune_table,
+    round_time,
     verdict,
 )
-from langchain_specreason.lab.probe.command import concurrencies
+from langchain_specreason.lab.probe.command import (
+    concurrencies,
+    probe_family,
+    settle_flags,
+    tune_command,
+)
 from langchain_specreason.lab.probe.judging import Judged, JudgeSample
 from langchain_specreason.lab.probe.prompts import BUILTIN, load_prompts
 from langchain_specreason.lab.probe.speeds import Decode, Prefill, decode, fastest
@@ -31,12 +39,13 @@ from .fakes import ScriptedEndpoint
 
 # A hand-computed case. Draft 0.15 s a token, base 0.45 s: c = 1/3. A step of 30 tokens takes
 # the base 13.5 s; a judge call of 2.7 s is v = 0.2; 80% accepted is r = 0.2.
-# The base batches 2 and 4 for free and 8 at twice the cost. The sd base writes 0.25 s a token
-# alone (sd = 1.8x), 0.5 s at 2 and 1.0 s at 4 (no spare capacity left); its judge call is 5 s.
+# The base writes a batch of 2 at 1.5 times the step of one, 4 at twice, 8 at four times. The
+# sd base writes 0.25 s a token alone (sd = 1.8x), 0.75 s at 2 and 1.5 s at 4 (its speculation
+# took the spare capacity); its judge call is 5 s.
 HAND = Measured(
     draft_step_s={1: 0.15, 2: 0.15, 4: 0.15, 8: 0.15},
-    base_step_s={1: 0.45, 2: 0.45, 4: 0.45, 8: 0.9},
-    sd_step_s={1: 0.25, 2: 0.5, 4: 1.0},
+    base_step_s={1: 0.45, 2: 0.675, 4: 0.9, 8: 1.8},
+    sd_step_s={1: 0.25, 2: 0.75, 4: 1.5},
     step_tokens=30.0,
     judge_s=2.7,
     acceptance=0.8,
@@ -62,25 +71,65 @@ def test_on_the_sd_base_the_judge_ceiling_is_sd_over_its_own_c_v_r():
     assert got.judge_sd_measured == pytest.approx(1.8 / (0.6 + 2 / 3 + 0.2))  # 1.227
 
 
+def test_the_agreement_ceiling_is_the_pipelined_round_of_the_reviews_example():
+    # k = 1 agreeing step then a disagreement, N = 2 in flight, c = 0.27, a free batch (b = 1):
+    # the draft's step (0.27) then the base's step at position 1, sent after it (1): 1.27 for
+    # two steps, 1.58x; the serial round (two drafts, then a batch) said 2 / 1.54 = 1.31x
+    free = {1: 1.0, 2: 1.0}
+    assert round_time(1, 2, 0.27, free) == pytest.approx(1.27)
+    assert agreement_speedup(1, 2, 0.27, free) == pytest.approx(2 / 1.27)
+    assert agreement_speedup(1, 2, 0.27, free) == pytest.approx(1.58, abs=0.01)
+    assert agreement_ceiling(1, 0.27, {1: 1.0, 2: 1.0}, 1.0) == Agreement(
+        1, 2, pytest.approx(2 / 1.27)
+    )
+
+
+@pytest.mark.parametrize("c", [0.1, 0.27, 1 / 3, 0.9, 1.5])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_with_a_free_batch_the_round_costs_k_drafts_and_one_base_step(k, c):
+    # (k + 1) / (k c + max(c, 1)): the last base position starts after k drafts; a draft slower
+    # than the base makes the round wait for the draft's own step at the disagreement
+    free = {1: 1.0}
+    assert agreement_speedup(k, k + 1, c, free) == pytest.approx((k + 1) / (k * c + max(c, 1)))
+
+
+def test_a_costly_batch_lowers_the_ceiling_between_its_bounds():
+    # base requests sharing the server: slower than the free batch, faster than if the last
+    # position ran the whole time at the batch's step
+    c, costly = 1 / 3, {1: 1.0, 2: 1.5, 4: 2.0}
+    for k in (1, 2, 3):
+        got = agreement_speedup(k, k + 1, c, costly)
+        assert (k + 1) / (k * c + 2.0) < got < (k + 1) / (k * c + 1.0)
+    # more steps in flight than k + 1 only add base requests that share the server
+    assert agreement_speedup(1, 4, c, costly) < agreement_speedup(1, 2, c, costly)
+    assert agreement_speedup(1, 4, c, {1: 1.0}) == pytest.approx(
+        agreement_speedup(1, 2, c, {1: 1.0})
+    )
+    # an unmeasured concurrency reads the one measured below it (3 -> 2)
+    assert batch_cost(costly, 3) == 1.5 and batch_cost(costly, 8) == 2.0
+
+
 def test_agreement_rounds_by_hand():
-    # a round of N: N draft steps (N c) then one base batch (b(N)); it keeps min(1 + k, N) steps
-    assert agreement_speedup(1, 2, 1 / 3, 1.0) == pytest.approx(2 / (2 / 3 + 1))  # 1.2
-    assert agreement_speedup(2, 4, 1 / 3, 1.0) == pytest.approx(3 / (4 / 3 + 1))  # 1.286
-    assert agreement_speedup(2, 2, 1 / 3, 1.0) == pytest.approx(2 / (2 / 3 + 1))  # capped at N
     got = ceilings(HAND)
-    # k = 1: N = 2 gives 1.2, N = 4 gives 2 / (4/3 + 1) = 0.857, N = 8 gives 2 / (8/3 + 2)
-    assert (got.agree[1].n, got.agree[1].speedup) == (2, pytest.approx(1.2))
-    # k = 2: N = 3 was not measured; N = 4 gives 3 / (4/3 + 1) = 1.286
-    assert (got.agree[2].n, got.agree[2].speedup) == (4, pytest.approx(3 / (7 / 3)))
-    # on the sd base the batch costs t_s(N) / t_b: 0.5 / 0.45 at 2, so k = 1 gives 1.125
-    assert (got.agree_sd[1].n, got.agree_sd[1].speedup) == (2, pytest.approx(1.125))
-    assert got.agree_sd[2].speedup == pytest.approx(3 / (4 / 3 + 1.0 / 0.45))  # 0.844
+    # c = 1/3; b(2) = 1.5. k = 1: position 0 alone until 1/3 (2/3 left), then both at 2/3 a
+    # unit: position 0 done at 4/3, position 1 has 1/3 left, alone: 5/3 for 2 steps
+    assert (got.agree[1].n, got.agree[1].speedup) == (2, pytest.approx(2 / (5 / 3)))  # 1.2
+    # k = 2: three positions sent at 0, 1/3, 2/3 (b(3) is read as b(2)): the last done at 37/18
+    assert (got.agree[2].n, got.agree[2].speedup) == (3, pytest.approx(54 / 37))  # 1.46
+    # on the sd base t_s(1) / t_b = 5/9 and t_s(2) / t_b = 5/3: position 0 has 0.4 left at 1/3,
+    # both run at 0.6 a unit until 1, then position 1 alone (0.6 left at 1.8): 4/3 for 2 steps
+    assert (got.agree_sd[1].n, got.agree_sd[1].speedup) == (2, pytest.approx(1.5))
+    assert got.agree_sd[2].speedup == pytest.approx(1.4211, abs=1e-4)
 
 
-def test_no_agreement_ceiling_without_a_batch_large_enough():
-    assert agreement_ceiling(2, 0.15, {1: 0.45, 2: 0.45}, 0.45) is None
+def test_an_agreement_ceiling_needs_only_the_single_stream():
+    # no batch of 3 measured: the batch of 2's step stands for it (free here: 3 / (2/3 + 1))
+    assert agreement_ceiling(2, 0.15, {1: 0.45, 2: 0.45}, 0.45) == Agreement(
+        2, 3, pytest.approx(1.8)
+    )
+    assert agreement_ceiling(1, 0.15, {2: 0.45}, 0.45) is None  # one stream not measured
     only_two = ceilings(Measured({1: 0.1, 2: 0.1}, {1: 0.3, 2: 0.3}))
-    assert set(only_two.agree) == {1}
+    assert set(only_two.agree) == {1, 2}
     assert only_two.v is None and only_two.judge_full is None and only_two.sd is None
 
 
@@ -90,7 +139,7 @@ def test_verdict_against_sd_names_what_beats_it_and_says_tune_is_worth_it():
     assert (said.reference, said.reference_speedup) == ("sd", pytest.approx(1.8))
     assert said.above_reference == ("judge_full",)  # 1.875 > 1.8 * 1.03; nothing else is
     assert "agree_k1" in said.above_base and "judge_sd_measured" in said.above_base
-    assert "agree_sd_k2" not in said.above_base  # 0.844
+    assert "agree_sd_k2" in said.above_base  # 1.42
     assert said.tune_worth
     text = report.verdict_text(said, "specreason tune --probe x")
     assert text.startswith(
@@ -184,7 +233,7 @@ def test_summary_json_schema(tmp_path):
     }  # fmt: skip
     assert back["decode"]["base"][0]["repeats"] == 2
     assert back["decode"]["base"][0]["spread"] == pytest.approx(0.02)
-    assert back["decode"]["base"][-1]["aggregate_tok_s"] == pytest.approx(8 / 0.9)
+    assert back["decode"]["base"][-1]["aggregate_tok_s"] == pytest.approx(8 / 1.8)
     assert set(back["prefill"]["base"]) == {"cold", "cached"}
     assert back["prefill"]["base"]["cached"] == {
         "prompt_tokens": 500, "cached_tokens": 384, "seconds": 0.5, "tok_s": 1000.0
@@ -207,7 +256,7 @@ def test_summary_json_schema(tmp_path):
         "judge_full", "judge_measured", "agree_k1", "agree_k2", "sd", "judge_sd_full",
         "judge_sd_measured", "agree_sd_k1", "agree_sd_k2",
     }  # fmt: skip
-    assert c["agree"]["k2"] == {"n": 4, "speedup": pytest.approx(9 / 7)}
+    assert c["agree"]["k2"] == {"n": 3, "speedup": pytest.approx(54 / 37)}
     assert set(back["verdict"]) == {
         "reference", "reference_speedup", "above_reference", "above_base", "tune_worth",
         "tune_command", "text", "noise", "spread", "within_noise_of_reference",
@@ -229,7 +278,7 @@ def test_summary_json_schema(tmp_path):
     }
     table = report.table(back)
     assert "judge, every step accepted" in table and "1.88x" in table
-    assert "(N = 4 steps in flight)" in table
+    assert "(N = 3 steps in flight)" in table
 
 
 def test_tune_reads_the_probe_and_skips_settings_that_cannot_beat_its_reference(tmp_path, capsys):
@@ -321,3 +370,46 @@ def test_probe_without_its_extra_names_the_extra():
         .splitlines()[-1]
         .startswith("error: `specreason probe` needs the `bench` extra")
     )
+
+
+def _probe_args(*argv: str):
+    from langchain_specreason.cli import build_parser
+
+    return build_parser().parse_args(["probe", *argv])
+
+
+def test_quick_sets_only_the_flags_not_given():
+    quick = _probe_args("--quick", "--repeats", "3", "--concurrency", "1,4")
+    settle_flags(quick)
+    assert (quick.repeats, quick.concurrency) == (3, "1,4")  # given: kept
+    assert (quick.max_tokens, quick.judge_prompts, quick.prefill_tokens) == (16, 1, 256)
+    plain = _probe_args("--judge-steps", "5")
+    settle_flags(plain)
+    assert plain.judge_steps == 5
+    assert (plain.max_tokens, plain.concurrency, plain.repeats) == (48, "1,2,4,8", 2)
+
+
+def test_the_tune_command_searches_sd_settings_only_when_sd_was_probed(tmp_path):
+    summary = tmp_path / "summary.json"
+    with_sd = tune_command(_probe_args("--profile", "cpu"), summary, True)
+    assert with_sd == f"specreason tune --profile cpu --probe {summary} --out runs/tune"
+    no_sd = tune_command(_probe_args("--profile", "cpu", "--no-sd"), summary, False)
+    assert no_sd == (
+        f"specreason tune --profile cpu --no-sd-settings --probe {summary} --out runs/tune"
+    )
+    urls = _probe_args(
+        "--draft-url", "http://d/v1", "--base-url", "http://b/v1", "--family", "think"
+    )
+    assert tune_command(urls, summary, False) == (
+        "specreason tune --draft-url http://d/v1 --base-url http://b/v1 --family think "
+        f"--no-sd-settings --probe {summary} --out runs/tune"
+    )
+
+
+def test_servers_given_by_url_without_a_family_say_which_family_is_assumed(capsys):
+    urls = ("--draft-url", "http://d/v1", "--base-url", "http://b/v1")
+    assert probe_family(_probe_args(*urls)) == "instruct"
+    assert "no --family given" in capsys.readouterr().err
+    assert probe_family(_probe_args(*urls, "--family", "think")) == "think"
+    assert probe_family(_probe_args("--profile", "cpu")) == "instruct"
+    assert capsys.readouterr().err == ""  # the profile's own family: nothing to say

@@ -112,25 +112,29 @@ def test_the_base_is_beaten_only_by_more_than_the_noise_too():
     assert "use base alone, or run tune only to confirm" in text
 
 
-def test_the_verdict_on_the_cpu_pair_says_tune_is_not_worth_running():
+def test_the_verdict_on_the_cpu_pair_keeps_the_judge_within_the_noise_and_names_agreement():
     found = ceilings(CPU)
     assert found.judge_full == pytest.approx(1.9515, abs=1e-4)
     assert found.sd == pytest.approx(1.9021, abs=1e-4)
     assert found.judge_measured == pytest.approx(1.4404, abs=1e-4)
+    # the pipelined agreement round on the sd base (the serial round said 1.45x and 1.35x)
+    assert found.agree_sd[1].speedup == pytest.approx(2.157, abs=1e-3)
+    assert found.agree_sd[2].speedup == pytest.approx(2.335, abs=1e-3)
     said = verdict(found)  # the file recorded no spread: the 10% floor
     assert said.noise == pytest.approx(0.10) and said.spread is None
-    assert said.above_reference == () and said.within_noise_of_reference == ("judge_full",)
-    assert not said.tune_worth
+    assert said.above_reference == ("agree_sd_k1", "agree_sd_k2")
+    assert said.within_noise_of_reference == ("judge_full",)
+    assert said.tune_worth
     assert said.tune_kinds == ("judge_full", "judge_sd_full", "agree_k2", "agree_sd_k2")
     assert report.verdict_text(said, COMMAND) == (
-        "no ceiling clearly beats sd (1.90x the base): judge, every step accepted (1.95x) is "
-        "within the probe's noise (\u00b110%, the floor; no spread over repeats was recorded) "
-        "of sd's 1.90x.\n"
+        "can beat sd (1.90x the base) by more than the probe's noise (\u00b110%, the floor; no "
+        "spread over repeats was recorded): agreement on sd base, k=1 (2.16x); agreement on "
+        "sd base, k=2 (2.33x).\n"
+        "Within the noise of sd's 1.90x: judge, every step accepted (1.95x).\n"
         "The judge is read at every step accepted (1.95x on the plain base; the bound of any "
         "threshold tune tries), not at the measured acceptance (82%: 1.44x, which does not "
         "clearly beat sd's 1.90x).\n"
-        "tune is not worth running: no setting it searches clearly beats sd; use sd alone, or "
-        f"run tune only to confirm:\n  {COMMAND}"
+        f"tune is worth running:\n  {COMMAND}"
     )
     # with a measured spread above the floor, the text says the band came from the repeats
     spread = {"draft": 0.05, "base": 0.04, "sd": 0.03}
@@ -211,7 +215,9 @@ def test_the_new_fields_round_trip_through_summary_json(tmp_path):
     assert back["ceilings"]["noise"] == pytest.approx(0.21)
     v = back["verdict"]
     assert v["noise"] == pytest.approx(0.21) and v["spread"] == pytest.approx(0.21)
-    assert v["within_noise_of_reference"] == ["judge_full"] and v["tune_worth"] is False
+    # agreement on the sd base at k = 2 (2.33x) beats sd by more than 21%; at k = 1 (2.16x) not
+    assert v["within_noise_of_reference"] == ["judge_full", "agree_sd_k1"]
+    assert v["above_reference"] == ["agree_sd_k2"] and v["tune_worth"] is True
     assert v["tune_kinds"] == ["judge_full", "judge_sd_full", "agree_k2", "agree_sd_k2"]
     assert "(\u00b121%, the spread over the probe's repeats)" in v["text"]
     assert back["tune"]["noise"] == pytest.approx(0.21)
@@ -249,13 +255,13 @@ def test_a_summary_written_before_the_band_still_reads_and_rebuilds(tmp_path):
     assert tuple(new) == report.TOP_KEYS
     assert new["decode"] == old["decode"] and new["probe"] == old["probe"]
     assert new["ceilings"]["spread"] is None and new["ceilings"]["noise"] == NOISE_FLOOR
-    assert new["verdict"]["tune_worth"] is False
+    assert new["verdict"]["tune_worth"] is True  # agreement on the sd base (2.33x)
     assert new["verdict"]["tune_command"] == COMMAND
     assert "no spread over repeats was recorded" in new["verdict"]["text"]
     assert new["tune"]["noise"] == NOISE_FLOOR
 
 
-def test_the_committed_cpu_probe_rebuilds_to_tune_not_worth_running():
+def test_the_committed_cpu_probe_rebuilds_with_the_pipelined_agreement_ceilings():
     path = Path(__file__).parents[2] / "benchmarks" / "probe-cpu-sd" / "summary.json"
     if not path.exists():
         pytest.skip("benchmarks/probe-cpu-sd is not in this checkout")
@@ -263,5 +269,7 @@ def test_the_committed_cpu_probe_rebuilds_to_tune_not_worth_running():
     assert doc["verdict"]["reference"] == "sd"
     assert set(doc["verdict"]) >= {"noise", "within_noise_of_reference", "tune_kinds"}
     if doc["verdict"]["spread"] is None:  # the session-25 file: no spread recorded
-        assert doc["verdict"]["tune_worth"] is False
+        # the judge within the noise of sd; agreement on the sd base above it (2.16x, 2.33x)
+        assert doc["verdict"]["tune_worth"] is True
         assert doc["verdict"]["within_noise_of_reference"] == ["judge_full"]
+        assert doc["verdict"]["above_reference"] == ["agree_sd_k1", "agree_sd_k2"]

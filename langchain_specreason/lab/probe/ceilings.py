@@ -19,22 +19,33 @@ On an ``sd`` base server the judge and the rewrites run there: with ``c' = t_d /
 ``v' = J' / (L t_s)`` and ``sd = t_b / t_s``, the speed-up against the plain base is
 ``sd / (c' + v' + r)``.
 
-**Verification by agreement** (Lookahead-style, issue "Agree instead of judge"). A round: the
-draft writes ``N`` steps one after the other (``N L t_d``), then the base writes its own step
-at each of the ``N`` positions in one batch of ``N`` concurrent requests (``L t_b(N)``). With
-``k`` agreeing draft steps in a row the round keeps them and the base's own step at the first
-disagreement: ``min(1 + k, N)`` steps, which the base alone writes in ``min(1 + k, N) L t_b``.
-``L`` cancels::
+**Verification by agreement** (Lookahead-style, ``verify="agree"``,
+:mod:`langchain_specreason.graph.verify`). A round of ``N`` steps in flight is pipelined: the
+draft writes its steps one after the other (draft step ``p`` is done at ``(p + 1) L t_d``), and
+the base's request for position ``p`` is sent as soon as its prefix is known (position 0 at the
+round's start, position ``p`` once draft step ``p - 1`` is written), so the base's positions run
+concurrently behind the draft. The round ends at the first disagreement, once both the draft's
+and the base's step at that position are written; with ``k`` agreeing draft steps in a row it
+keeps ``s = min(1 + k, N)`` steps (the agreeing ones and the base's own at the disagreement),
+which the base alone writes in ``s L t_b``. With ``k`` agreeing and then a disagreement, the
+round costs about ``k L t_d + L t_b``; ``L`` cancels::
 
-    speed-up(k, N) = min(1 + k, N) t_b / (N t_d + t_b(N))
-                   = min(1 + k, N) / (N c + b(N)),      b(N) = t_b(N) / t_b
+    speed-up(k) = (k + 1) / (k c + max(c, b)),     b = the last position's time / (L t_b)
 
-``b(N)`` is how much more a batch of ``N`` costs than one request (1 when the server has idle
-parallel capacity). The draft cannot write the next round ahead while a round is verified
-unless every step agrees, so the round's parts add up (they do not overlap) when ``k < N``.
-The ceiling at ``k`` is the best over the measured ``N >= k + 1`` (fewer steps in flight
-cost less draft time). On an ``sd`` base server ``t_b(N)`` becomes ``t_s(N)``; the speed-up
-is still against the plain base.
+``b`` is 1 when the base server has idle parallel capacity (its positions cost no more
+together than one alone); when they share the server each runs at the batch's step time
+``t_b(m)``, ``m`` the base requests running at that moment. :func:`round_time` computes the
+round exactly for that schedule: each running request writes a token every ``t_b(m)``, and the
+requests of positions after the disagreement (sent while the base was still busy) take their
+share until the round ends. ``t_b(m)`` at an ``m`` not measured is the one measured at the
+largest concurrency below it, a lower bound when a batch never writes a stream faster than a
+smaller one; so, with prefill and overhead left out, the speed-up is an upper bound of the
+implemented schedule. More steps in flight than ``k + 1`` only add requests that share the
+base server, so the ceiling at ``k`` is the round of ``N = k + 1``. On an ``sd`` base server
+``t_b(m)`` becomes ``t_s(m)``; the speed-up is still against the plain base. (This ceiling
+used to charge a serial round, ``N`` drafts then one batch, ``min(1 + k, N) / (N c + b(N))``:
+below what the pipelined mode can reach, e.g. 1.31x instead of 1.58x at ``k = 1``, ``N = 2``,
+``c = 0.27``, ``b = 1``.)
 
 **Token SD** (``sd``): ``t_b / t_s``, measured directly.
 
@@ -99,9 +110,48 @@ def judge_speedup(c: float, v: float, r: float = 0.0, sd: float = 1.0) -> float:
     return sd / (c + v + r)
 
 
-def agreement_speedup(k: int, n: int, c: float, batch: float) -> float:
-    """``min(1 + k, n) / (n c + batch)``: one agreement round of ``n`` steps in flight."""
-    return min(1 + k, n) / (n * c + batch)
+def batch_cost(batch: Mapping[int, float], m: int) -> float:
+    """``b(m)``: the step measured at the largest concurrency at most ``m`` (see the module)."""
+    return batch[max(n for n in batch if n <= m)]
+
+
+def round_time(k: int, n: int, c: float, batch: Mapping[int, float]) -> float:
+    """A pipelined agreement round, in units of ``L t_b`` (the base writing one step alone).
+
+    ``n`` steps in flight, ``k`` agreeing draft steps before the first disagreement; ``c``: the
+    draft's cost per token over the base's; ``batch``: concurrency -> the verifying server's
+    decode step over ``t_b`` (it must hold 1). Base position ``p`` is sent at ``p c`` for
+    ``p < n``; each running request writes a token every ``b(m)`` (``m`` running at once); the
+    round ends when the base's step at its last kept position ``s - 1`` is written, and the
+    draft's (``s c``).
+    """
+    keep = min(1 + k, n)
+    starts = [p * c for p in range(n)]
+    left = [1.0] * n
+    done: list[float | None] = [None] * n
+    now = 0.0
+    eps = 1e-12
+    while done[keep - 1] is None:
+        running = [p for p in range(n) if starts[p] <= now + eps and done[p] is None]
+        upcoming = [t for t in starts if t > now + eps]
+        if not running:  # every sent request is written; the next waits for its draft step
+            now = min(upcoming)
+            continue
+        rate = 1.0 / batch_cost(batch, len(running))
+        until = min([now + min(left[p] for p in running) / rate, *upcoming])
+        for p in running:
+            left[p] -= (until - now) * rate
+            if left[p] <= eps:
+                done[p] = until
+        now = until
+    last = done[keep - 1]
+    assert last is not None
+    return max(last, keep * c)
+
+
+def agreement_speedup(k: int, n: int, c: float, batch: Mapping[int, float]) -> float:
+    """The steps a pipelined round keeps over its :func:`round_time` (against the base)."""
+    return min(1 + k, n) / round_time(k, n, c, batch)
 
 
 @dataclass(frozen=True)
@@ -116,19 +166,17 @@ class Agreement:
 def agreement_ceiling(
     k: int, draft_step_s: float, batch_step_s: Mapping[int, float], base_step_s: float
 ) -> Agreement | None:
-    """The best :func:`agreement_speedup` over the measured batch sizes ``n >= k + 1``.
+    """:func:`agreement_speedup` at ``k`` with ``k + 1`` steps in flight (see the module).
 
     ``batch_step_s``: the verifying server's decode step at each measured concurrency;
-    ``base_step_s``: the plain base's single stream (the yardstick). ``None`` when no batch
-    of ``k + 1`` or more was measured.
+    ``base_step_s``: the plain base's single stream (the yardstick). ``None`` when the
+    verifying server's single stream was not measured.
     """
+    if 1 not in batch_step_s:
+        return None
     c = cost_ratio(draft_step_s, base_step_s)
-    found = [
-        Agreement(k, n, agreement_speedup(k, n, c, step / base_step_s))
-        for n, step in sorted(batch_step_s.items())
-        if n >= k + 1
-    ]
-    return max(found, key=lambda a: a.speedup) if found else None
+    batch = {m: step / base_step_s for m, step in batch_step_s.items()}
+    return Agreement(k, k + 1, agreement_speedup(k, k + 1, c, batch))
 
 
 @dataclass(frozen=True)
