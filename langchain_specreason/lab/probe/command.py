@@ -48,7 +48,19 @@ QUICK: dict[str, Any] = {
     "judge_steps": 2,
     "prefill_tokens": 256,
 }
-"""What ``--quick`` sets (a smoke run: seconds on the ``cpu-test`` pair)."""
+"""What ``--quick`` sets (a smoke run: seconds on the ``cpu-test`` pair); a flag given
+explicitly wins over it."""
+
+DEFAULTS: dict[str, Any] = {
+    "max_tokens": 48,
+    "concurrency": "1,2,4,8",
+    "repeats": 2,
+    "judge_prompts": 4,
+    "judge_steps": 3,
+    "prefill_tokens": 512,
+}
+"""The flags' defaults without ``--quick`` (the parser leaves them None, to tell a flag given
+from one not given)."""
 
 
 def add_parser(subparsers: Any) -> None:
@@ -73,33 +85,21 @@ def add_parser(subparsers: Any) -> None:
         "GSM8K-like questions",
     )
     add_judge_flag(p, "judge to time: {judges}")
+    p.add_argument("--max-tokens", type=int, help="tokens each decode request writes (48)")
+    p.add_argument("--concurrency", help="concurrent requests measured (1 is always; 1,2,4,8)")
     p.add_argument(
-        "--max-tokens", type=int, default=48, help="tokens each decode request writes (48)"
+        "--repeats", type=int, help="times each decode measurement runs; the fastest is kept (2)"
     )
-    p.add_argument(
-        "--concurrency", default="1,2,4,8", help="concurrent requests measured (1 is always)"
-    )
-    p.add_argument(
-        "--repeats",
-        type=int,
-        default=2,
-        help="times each decode measurement runs; the fastest is kept (2)",
-    )
-    p.add_argument(
-        "--judge-prompts",
-        type=int,
-        default=4,
-        help="prompts whose drafted steps are judged (4)",
-    )
-    p.add_argument("--judge-steps", type=int, default=3, help="steps drafted per prompt (3)")
+    p.add_argument("--judge-prompts", type=int, help="prompts whose drafted steps are judged (4)")
+    p.add_argument("--judge-steps", type=int, help="steps drafted per prompt (3)")
     add_config_flags(p, ["step_max_tokens"], step_max_tokens=96)
-    p.add_argument(
-        "--prefill-tokens", type=int, default=512, help="prompt length of the prefill test"
-    )
+    p.add_argument("--prefill-tokens", type=int, help="prompt length of the prefill test (512)")
     p.add_argument(
         "--quick",
         action="store_true",
-        help="a smoke run: " + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in QUICK.items()),
+        help="a smoke run: "
+        + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in QUICK.items())
+        + " (a flag given explicitly wins)",
     )
     add_output_flags(p, "folder of summary.json and probe.png", default="runs/probe")
 
@@ -115,14 +115,45 @@ def concurrencies(text: str) -> list[int]:
     return sorted(levels | {1})
 
 
+def settle_flags(args: argparse.Namespace) -> None:
+    """Fill the measurement flags not given (``--quick``'s values, else :data:`DEFAULTS`)."""
+    for key, default in DEFAULTS.items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, QUICK[key] if args.quick else default)
+
+
+def probe_family(args: argparse.Namespace) -> str:
+    """``--family``, else the profile's; said on stderr when servers were given by URL."""
+    if args.family:
+        return str(args.family)
+    family = load_profile(args.profile).family
+    if args.draft_url:
+        print(
+            f"probe: no --family given for the servers at --draft-url/--base-url: the "
+            f"{family!r} prompt family is assumed (that of --profile {args.profile}); pass "
+            "--family think for <think> reasoning models",
+            file=sys.stderr,
+            flush=True,
+        )
+    return family
+
+
 def tune_command(args: argparse.Namespace, summary_path: Path, has_sd: bool) -> str:
-    """The ``specreason tune`` command for the same servers, reading this probe."""
+    """The ``specreason tune`` command for the same servers, reading this probe.
+
+    Without ``sd`` measured (``--no-sd``, or no ``sd`` server), tune searches the plain base
+    server only (``--no-sd-settings``): the probe has no ceiling for the others.
+    """
     if args.draft_url:
         where = f"--draft-url {args.draft_url} --base-url {args.base_url}"
         if args.sd_base_url:
             where += f" --sd-base-url {args.sd_base_url}"
     else:
         where = f"--profile {args.profile}"
+    if args.family:
+        where += f" --family {args.family}"
+    if not has_sd:
+        where += " --no-sd-settings"
     return f"specreason tune {where} --probe {summary_path} --out runs/tune"
 
 
@@ -167,9 +198,7 @@ async def _judged(
 
 async def run_probe(args: argparse.Namespace) -> int:
     """``specreason probe``: returns the exit code."""
-    if args.quick:
-        for key, value in QUICK.items():
-            setattr(args, key, value)
+    settle_flags(args)
     for flag in ("max_tokens", "repeats", "judge_prompts", "judge_steps", "step_max_tokens"):
         if getattr(args, flag) < 1:
             raise ConfigError(f"--{flag.replace('_', '-')} must be at least 1")
@@ -179,7 +208,7 @@ async def run_probe(args: argparse.Namespace) -> int:
     levels = concurrencies(args.concurrency)
     texts = load_prompts(args.prompts) if args.prompts else list(BUILTIN)
     prompts = [conversation(t) for t in texts]
-    family = args.family or load_profile(args.profile).family
+    family = probe_family(args)
     fmt = get_format(family)
     config = SpecReasonConfig(judge=args.judge)
     source = ServerSource(
