@@ -290,7 +290,9 @@ async def events(
             ),
             response_metadata={
                 **metadata(call, state, wall, bool(calls)),
+                # one count of the server calls, by served model and by role (CallUsage)
                 "usage_by_model": dict(usage.usage_metadata),
+                "tokens_by_model": dict(usage.output_tokens),
             },
             chunk_position="last",
         )
@@ -318,7 +320,12 @@ def usage_of(
 
 
 def metadata(call: Call, state: dict[str, Any], wall: float, tool_calls: bool) -> dict[str, Any]:
-    """The reply's ``response_metadata``: models, finish reason, the run's statistics."""
+    """The reply's ``response_metadata``: models, finish reason, the run's statistics.
+
+    :func:`events` adds ``usage_by_model`` (every server call's tokens by served model) and
+    ``tokens_by_model`` (the output tokens of the same calls, by role: ``draft``, ``base``;
+    the kept trace's are ``specreason["draft_tokens"]`` and ``["base_tokens"]``).
+    """
     stats = SpecReasonStats.from_state(state, wall_s=wall)
     finish = "tool_calls" if tool_calls else state.get("answer_finish") or "stop"
     if finish == "stop" and cut_by_max_tokens(call, state):
@@ -330,7 +337,6 @@ def metadata(call: Call, state: dict[str, Any], wall: float, tool_calls: bool) -
         "draft_model_name": getattr(call.draft, "model", None) or call.draft_model,
         "finish_reason": finish,
         "specreason": stats.as_dict(),
-        "tokens_by_model": {"draft": stats.draft_tokens, "base": stats.base_tokens},
     }
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
+from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackManager, BaseCallbackHandler
 from langchain_core.messages import (
@@ -63,14 +64,33 @@ class Traced:
         return usage
 
 
+DRAFT_CALLS = frozenset({"draft_step"})
+"""The server calls the draft model makes; every other traced call is the base model's."""
+
+
 class CallUsage(BaseCallbackHandler):
-    """Adds up the server calls' tokens by served model (``usage_metadata``), as they end."""
+    """Adds up the server calls' tokens as they end: by served model, and by role.
+
+    ``usage_metadata`` is by served model name (``usage_by_model``); ``output_tokens`` the
+    same calls' output tokens by role, ``draft`` (its steps) and ``base`` (judge readings,
+    its own steps, rewrites, the answer): ``tokens_by_model``. One count of one set of
+    calls, so the two never disagree.
+    """
 
     def __init__(self) -> None:
         self.usage_metadata: dict[str, UsageMetadata] = {}
+        self.output_tokens: dict[str, int] = {"draft": 0, "base": 0}
+        self._names: dict[UUID, str] = {}
 
-    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+    def on_llm_start(
+        self, serialized: dict[str, Any], prompts: list[str], *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        """Remember which call a run is (its name says whose server it asks)."""
+        self._names[run_id] = str(kwargs.get("name") or (serialized or {}).get("name") or "")
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         """Count one traced call (a run without ``llm_output["model_name"]`` is not ours)."""
+        name = self._names.pop(run_id, "")
         model = (response.llm_output or {}).get("model_name")
         generation = response.generations[0][0] if response.generations else None
         message = getattr(generation, "message", None)
@@ -78,6 +98,12 @@ class CallUsage(BaseCallbackHandler):
         if model and usage:
             before = self.usage_metadata.get(model)
             self.usage_metadata[model] = usage if before is None else add_usage(before, usage)
+            role = "draft" if name in DRAFT_CALLS else "base"
+            self.output_tokens[role] += int(usage.get("output_tokens") or 0)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """A failed call: nothing to count."""
+        self._names.pop(run_id, None)
 
 
 def served_model(endpoint: object) -> str:
