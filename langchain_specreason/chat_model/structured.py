@@ -107,6 +107,16 @@ def structured_request(
 
     With tools, the model binds them (``bind_tools(tools, **arguments)``), else only the
     arguments (``bind(**arguments)``); the parser reads the schema's value from the reply.
+
+    Whitespace: vLLM's JSON grammars (xgrammar, guidance) allow any whitespace between
+    tokens, and a small model can then write ``{`` and tabs or spaces up to the cap. Against
+    it the base server needs ``--structured-outputs-config '{"disable_any_whitespace":
+    true}'`` (with the xgrammar or guidance backend). Nothing
+    per request does the same on vLLM 0.32: its chat request accepts
+    ``extra_body={"structured_outputs": {"disable_any_whitespace": true}}`` (and
+    ``whitespace_pattern``) without an error, but both backends read only the server's
+    setting (``vllm/v1/structured_output/backend_xgrammar.py``, ``backend_guidance.py``), so
+    none is sent here.
     """
     if schema is None:
         raise ConfigError("with_structured_output needs a schema")
