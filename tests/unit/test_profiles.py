@@ -55,6 +55,9 @@ def test_server_args_parse_with_vllms_parser(vllm_parser, name, variant):
             assert args.runner == "pooling"
             continue
         assert args.enable_prefix_caching is True
+        # compact JSON under structured output: a small model cannot pad it with whitespace
+        assert args.structured_outputs_config.disable_any_whitespace is True
+        assert args.structured_outputs_config.backend == "xgrammar"
         if spec.role == "base" and variant is not None:
             config = args.speculative_config
             config = json.loads(config) if isinstance(config, str) else config
