@@ -38,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="start a profile's draft and base vLLM servers")
     serve.add_argument("--profile", help="profile name or TOML path (required unless --list)")
-    serve.add_argument("--variant", help="profile variant (e.g. sd, ngram, eagle3)")
+    serve.add_argument(
+        "--variant", help="profile variant (e.g. sd, sd-dyn, ngram, eagle3; see serve/README.md)"
+    )
     serve.add_argument("--only", choices=["draft", "base", "router"], help="start one server only")
     serve.add_argument(
         "--with-router",

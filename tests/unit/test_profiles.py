@@ -23,9 +23,9 @@ CASES = list(_profiles_and_variants())
 
 def test_expected_profiles_exist():
     assert {"cpu-test", "cpu", "gpu-1x", "gpu-2x"} <= set(list_profiles())
-    assert set(load_profile("cpu").variants) == {"sd", "ngram"}
+    assert set(load_profile("cpu").variants) == {"sd", "sd-dyn", "ngram"}
     for gpu in ("gpu-1x", "gpu-2x"):
-        assert set(load_profile(gpu).variants) == {"ngram", "sd", "eagle3"}
+        assert set(load_profile(gpu).variants) == {"ngram", "sd", "sd-dyn", "eagle3"}
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +108,7 @@ def test_overrides():
 def test_unknown_profile_and_variant_errors():
     with pytest.raises(ServeError, match="unknown profile 'nope'; known profiles: cpu"):
         load_profile("nope")
-    with pytest.raises(ServeError, match="has no variant 'eagle3'; variants: sd, ngram"):
+    with pytest.raises(ServeError, match="has no variant 'eagle3'; variants: sd, sd-dyn, ngram"):
         load_profile("cpu", variant="eagle3")
     with pytest.raises(ConfigError, match="cannot share port"):
         load_profile("cpu", draft_port=7000, base_port=7000)
@@ -131,3 +131,51 @@ def test_the_vllm_plugin_applies_to_the_installed_vllm(capsys):
 
     assert vllm_plugin._patch_request() and vllm_plugin._patch_logprob_rows()
     assert vllm_plugin.vllm_version().startswith("0.32")
+
+
+def _speculative_config(name: str, variant: str) -> dict:
+    profile = load_profile(name, variant=variant)
+    cmd = server_command(profile.base, profile.device, fetch_missing=False)
+    return json.loads(cmd[cmd.index("--speculative-config") + 1])
+
+
+SD_DYN = [p for p in list_profiles() if "sd-dyn" in load_profile(p).variants]
+
+
+def test_sd_dyn_is_on_every_profile_with_sd():
+    assert SD_DYN == [p for p in list_profiles() if "sd" in load_profile(p).variants]
+    assert {"cpu", "gpu-1x", "gpu-2x"} <= set(SD_DYN)
+
+
+@pytest.mark.parametrize("name", SD_DYN)
+def test_sd_dyn_is_sd_with_a_speculation_length_per_batch_size(name):
+    sd, dyn = _speculative_config(name, "sd"), _speculative_config(name, "sd-dyn")
+    schedule = dyn.pop("num_speculative_tokens_per_batch_size")
+    assert dyn == sd  # the same drafter and the same longest speculation, K = 4
+    # the provisional schedule of serve/README.md: K = 4 at 1-2 requests, 2 at 3-4, 0 above
+    assert schedule == [[1, 2, 4], [3, 4, 2], [5, 1024, 0]]
+
+
+@pytest.mark.needs_vllm
+@pytest.mark.parametrize("name", SD_DYN)
+def test_vllm_accepts_the_sd_dyn_schedule(vllm_parser, name):
+    from pydantic import TypeAdapter
+    from vllm.config.speculative import SpeculativeConfig
+    from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup
+
+    profile = load_profile(name, variant="sd-dyn")
+    cmd = server_command(profile.base, profile.device, fetch_missing=False)
+    argv = cmd[3:] if profile.device == "cpu" else ["--model", cmd[2], *cmd[3:]]
+    args = vllm_parser.parse_args(argv)
+    config = args.speculative_config
+    config = json.loads(config) if isinstance(config, str) else config
+    # the field's own type (SpeculativeConfig needs a loaded model to be built whole)
+    field = SpeculativeConfig.__dataclass_fields__["num_speculative_tokens_per_batch_size"]
+    schedule = TypeAdapter(field.type).validate_python(
+        config["num_speculative_tokens_per_batch_size"]
+    )
+    assert schedule == [(1, 2, 4), (3, 4, 2), (5, 1024, 0)]
+    # the scheduler's own lookup (it validates the schedule as the engine does at start)
+    max_seqs = args.max_num_seqs or 256
+    lookup = build_dynamic_sd_schedule_lookup(schedule, max_seqs, config["num_speculative_tokens"])
+    assert lookup[1:6] == [4, 4, 2, 2, 0] and lookup[-1] == 0
