@@ -105,3 +105,13 @@ def test_summarization_middleware_retries_a_summary_that_overflows_the_window(se
     texts = [m.text for m in result["messages"]]
     assert any("summary" in t.lower() for t in texts[:-1])  # the history was summarized
     assert isinstance(result["messages"][-1], AIMessage) and texts[-1].strip()
+
+
+def test_a_fraction_summarization_middleware_builds_on_a_fresh_model_and_runs(servers):
+    model = _model(servers)  # fresh: no call made yet
+    # LangChain's docs build it right after the model; it reads profile["max_input_tokens"]
+    summarize = SummarizationMiddleware(model, trigger=("fraction", 0.8))
+    assert model.profile is not None and model.profile["max_input_tokens"] == 4096
+    agent = create_agent(model, middleware=[summarize])
+    result = agent.invoke({"messages": [HumanMessage("What is 2+2?")]})
+    assert isinstance(result["messages"][-1], AIMessage) and result["messages"][-1].text.strip()
