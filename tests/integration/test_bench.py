@@ -153,3 +153,29 @@ def test_bench_load_on_the_servers_answers_every_request_and_skips_a_done_count(
     rerun = cli_ok("bench", "load", *pair_flags(servers), *flags, "--out", str(out), timeout=600)
     assert "skip" in rerun.stderr.lower()
     assert results(out) == lines  # nothing redone
+
+
+def test_bench_load_modes_writes_its_table_and_plot(servers, tmp_path):
+    """`bench load --modes`: base and the judge mode at loads 1 and 2, two problems."""
+    out = tmp_path / "load-modes"
+    flags = ["--modes", "base,specreason", "--concurrency", "1,2", "--requests", "2"]
+    flags += [*budget_flags(16, 8, 8), "--no-progress"]  # 8 requests, each a few seconds
+    cli_ok("bench", "load", *pair_flags(servers), *flags, "--out", str(out), timeout=600)
+    lines = results(out)
+    assert sorted((r["mode"], r["concurrency"], r["request"]) for r in lines) == [
+        (m, c, i) for m in ("base", "specreason") for c in (1, 2) for i in (0, 1)
+    ]
+    assert all(r["ok"] and r["latency_s"] > 0 for r in lines), lines
+    cells = read_jsonl(out / "cells.jsonl")
+    assert [(c["mode"], c["concurrency"]) for c in cells] == [
+        ("base", 1),
+        ("specreason", 1),
+        ("base", 2),
+        ("specreason", 2),
+    ]
+    for cell in cells:  # the base server's own counters grew by the cell's work at least
+        assert cell["server"]["base"]["delta"]["generation_tokens"] >= 1
+        assert cell["gauges"]["base"]["samples"] >= 1
+    summary = (out / "summary.md").read_text()
+    assert "| 1 | base | " in summary and "| 2 | specreason | " in summary
+    assert (out / "latency_goodput.png").read_bytes()[:4] == b"\x89PNG"

@@ -115,7 +115,8 @@ def test_plan_with_a_profile_keeps_the_replica_order(tmp_path):
 
 def test_bench_load_is_dispatched_from_bench():
     args = build_parser().parse_args(["bench", "load", "--requests", "3"])
-    assert args.bench_command == "load" and args.requests == 3 and args.replicas == "1,2"
+    assert args.bench_command == "load" and args.requests == 3 and args.modes is None
+    assert load.make_plan(args).replicas == [1, 2]  # the replica comparison's default
 
 
 # -- the summary (pure) -------------------------------------------------------------------

@@ -1,17 +1,28 @@
-"""``specreason bench load``: ChatSpecReason under concurrent load, through 1 vs N replicas.
+"""``specreason bench load``: modes across load, or ChatSpecReason through 1 vs N replicas.
 
 ::
 
+    specreason bench load --profile cpu --modes base,sd,sd-dyn,specreason,agree \\
+        --concurrency 1,2,4,8 --requests 16 --offset 200 --out runs/load-modes-cpu
+    specreason bench load --draft-url URL --base-url URL --modes base,specreason \\
+        --concurrency 1,2 --requests 2 --out runs/load-modes
     specreason bench load --profile cpu-test --replicas 1,2 --requests 16 --out runs/load-cpu
-    specreason bench load --profile cpu --replicas 1,2,4 --requests 32 --concurrency 8
     specreason bench load --draft-url URL --base-url URL --replicas 2 --out runs/load-gpu
 
-For each replica count N, in order, the profile's servers are started with N replicas per role
-(N=1: the plain draft/base pair; N>1: N servers per role behind one ``vllm-router`` per role),
-then ``--requests`` ChatSpecReason runs on the first GSM8K test problems are sent at once (at
-most ``--concurrency`` in flight), then the servers are stopped before the next N: only one
-set runs at a time. With ``--draft-url``/``--base-url`` the running servers are measured
-instead and the single ``--replicas`` value only labels the results.
+With ``--modes`` (:mod:`.cells`, :mod:`.modes_report`): every mode at every load on the same
+GSM8K test problems, one server block per base-server variant (plain, ``sd``, ``sd-dyn``);
+per cell the answers, McNemar and the paired speed-up against ``base`` at that load, latency
+p50/p90, completion tokens/s, goodput, the servers' counters before and after, requests running
+and waiting sampled. Files: ``results.jsonl`` (one line per request), ``cells.jsonl`` (one line
+per cell), ``meta.json``, ``summary.md``, ``summary.json``, ``latency_goodput.png``; a rerun
+with the same ``--out`` skips the complete cells and reruns a partly done one whole.
+
+Without ``--modes``: for each replica count N, in order, the profile's servers are started with
+N replicas per role (N=1: the plain draft/base pair; N>1: N servers per role behind one
+``vllm-router`` per role), then ``--requests`` ChatSpecReason runs on the first GSM8K test
+problems are sent at once (at most ``--concurrency`` in flight), then the servers are stopped
+before the next N: only one set runs at a time. With ``--draft-url``/``--base-url`` the running
+servers are measured instead and the single ``--replicas`` value only labels the results.
 
 Each run carries its own routing key (ChatSpecReason sets one per run), so behind a router
 every call of one run lands on one replica. The folder (``--out``) gets ``results.jsonl`` (one
@@ -298,7 +309,13 @@ async def execute(
 async def run_load(args: argparse.Namespace) -> int:
     """``specreason bench load``: returns the process exit code."""
     plan = make_plan(args)
-    problems = load_problems(DATASET, limit=plan.requests, seed=args.seed)
-    for path in await execute(plan, problems, progress=not args.no_progress):
+    problems = load_problems(DATASET, limit=plan.requests, seed=args.seed, offset=plan.offset)
+    if plan.modes:
+        from .cells import execute_modes
+
+        paths = await execute_modes(plan, problems, progress=not args.no_progress)
+    else:
+        paths = await execute(plan, problems, progress=not args.no_progress)
+    for path in paths:
         print(path)
     return 0

@@ -1,13 +1,15 @@
 """``specreason bench load``'s flags: parsed and checked into a :class:`LoadPlan`.
 
 Everything is validated before any server starts: replica counts, request and concurrency
-counts, servers given by URL or a profile's, and ChatSpecReason's own settings (a model is built
-against unreachable URLs, so a bad budget or judge fails here, with no call made).
+counts, servers given by URL or a profile's (and its variants, with ``--modes``), and the
+runs' own settings (a model is built against unreachable URLs, so a bad budget or judge fails
+here, with no call made).
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -20,8 +22,11 @@ from ...config import DEFAULT_JUDGE
 from ...errors import ConfigError
 from ...serving.profiles import load_profile
 from ...serving.replicas import check_replicas, plan_replicas, router_executable
+from ..bench.runner import BenchSettings
 from ..shared.flags import NO_PROGRESS_HELP, add_judge_flag, add_output_flags
+from ..shared.modes import Run
 from ..shared.servers import add_api_key_flag, api_key_of
+from .modes import DEFAULT_LOADS, LOAD_MODES, mode_run, parse_load_modes, parse_loads, variant_of
 
 DATASET = "gsm8k"
 
@@ -34,6 +39,7 @@ LOAD_DEFAULTS: dict[str, Any] = {
     "seed": 0,
     "judge": DEFAULT_JUDGE,
     "timeout": 600.0,
+    "sample_interval": 1.0,
 }
 """The load benchmark's defaults: short greedy seeded runs, so N=1 fits a 2-core machine."""
 
@@ -42,10 +48,13 @@ def add_parser(subparsers: Any) -> None:
     """Add ``bench load``."""
     p = subparsers.add_parser(
         "load",
-        help="ChatSpecReason under concurrent load, through 1 vs N replicas per role",
-        description="ChatSpecReason under concurrent load, through 1 vs N replicas per role: "
-        "per replica count, start the servers, send the requests at once, stop "
-        "them; resumable.",
+        help="modes under concurrent load (--modes), or ChatSpecReason through 1 vs N "
+        "replicas per role",
+        description="With --modes: every mode at every load (--concurrency 1,2,4,8) on the "
+        "same problems, one server block per base-server variant; per cell the answers, "
+        "latency, throughput, goodput and the servers' own counters, against base at the same "
+        "load. Without: ChatSpecReason through 1 vs N replicas per role, per replica count "
+        "start the servers, send the requests at once, stop them. Both resumable.",
     )
     servers = p.add_argument_group("servers")
     servers.add_argument(
@@ -53,10 +62,9 @@ def add_parser(subparsers: Any) -> None:
     )
     servers.add_argument(
         "--replicas",
-        default="1,2",
         help="comma list of replica counts per role, run in order, one set "
         "of servers at a time (default: 1,2); with --draft-url/"
-        "--base-url a single value, only a label for the results",
+        "--base-url a single value, only a label for the results; not with --modes",
     )
     servers.add_argument(
         "--draft-url",
@@ -66,19 +74,45 @@ def add_parser(subparsers: Any) -> None:
     servers.add_argument(
         "--base-url", help="measure this running base server (or router); needs --draft-url"
     )
+    for variant in ("sd", "sd-dyn"):
+        servers.add_argument(
+            f"--{variant}-base-url",
+            help=f"with --modes and --draft-url/--base-url: the running base server of "
+            f"variant {variant} (mode {variant})",
+        )
     add_api_key_flag(servers)
     servers.add_argument("--family", help="prompt family (default: the profile's)")
     load = p.add_argument_group("load")
     load.add_argument(
+        "--modes",
+        help=f"compare these modes across loads, comma list of {', '.join(LOAD_MODES)} "
+        "(without it: ChatSpecReason across replica counts)",
+    )
+    load.add_argument(
         "--requests",
         type=int,
         default=LOAD_DEFAULTS["requests"],
-        help="requests per replica count, all sent at once: one ChatSpecReason "
-        "run each on the first R GSM8K test problems (default: "
+        help="requests per cell (mode at a load) or per replica count: one run each on "
+        "GSM8K test problems from --offset, the same problems in every cell (default: "
         f"{LOAD_DEFAULTS['requests']})",
     )
     load.add_argument(
-        "--concurrency", type=int, help="requests in flight at most (default: all of them)"
+        "--offset",
+        type=int,
+        default=0,
+        help="skip the first N GSM8K test problems (--offset 200 --requests 16: 201-216)",
+    )
+    load.add_argument(
+        "--concurrency",
+        help="requests in flight at most; with --modes a comma list of loads (default: "
+        f"{DEFAULT_LOADS}), else one number (default: all the requests)",
+    )
+    load.add_argument(
+        "--sample-interval",
+        type=float,
+        default=LOAD_DEFAULTS["sample_interval"],
+        help="--modes: seconds between two readings of the servers' requests running and "
+        "waiting during a cell (default: 1)",
     )
     gen = p.add_argument_group("generation")
     for key, what in (
@@ -102,6 +136,12 @@ def add_parser(subparsers: Any) -> None:
         "--seed", type=int, default=LOAD_DEFAULTS["seed"], help="sampling seed (default: 0)"
     )
     add_judge_flag(gen, "judge name ({judges})", default=LOAD_DEFAULTS["judge"])
+    gen.add_argument(
+        "--threshold",
+        type=float,
+        help="--modes: the judge mode's threshold on its judge's own scale (the config field "
+        "of the judge: threshold, likelihood_threshold...; default: the library's)",
+    )
     gen.add_argument(
         "--timeout",
         type=float,
@@ -142,7 +182,11 @@ def parse_replicas(text: str) -> list[int]:
 
 @dataclass(frozen=True)
 class LoadPlan:
-    """Everything a load benchmark will do, checked before any server starts."""
+    """Everything a load benchmark will do, checked before any server starts.
+
+    With :attr:`modes` it compares modes across :attr:`loads` (one server block per base
+    variant); without, ChatSpecReason across :attr:`replicas` at :attr:`concurrency`.
+    """
 
     out: Path
     replicas: list[int]
@@ -150,10 +194,18 @@ class LoadPlan:
     concurrency: int
     profile: str
     model_settings: dict[str, Any]
-    """ChatSpecReason fields of every request (budget, temperature, judge, family...)."""
+    """The runs' settings (budget, temperature, judge, family...)."""
     draft_url: str | None = None
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False, compare=False)
+    modes: tuple[str, ...] = ()
+    """``--modes``: the modes compared (empty: the replica comparison)."""
+    loads: tuple[int, ...] = ()
+    """``--modes``: the loads (requests in flight at most), in order."""
+    offset: int = 0
+    variant_urls: Mapping[str, str] = field(default_factory=dict)
+    """With URLs: the base server of each variant (``sd``, ``sd-dyn``)."""
+    sample_interval: float = LOAD_DEFAULTS["sample_interval"]
 
     @property
     def explicit(self) -> bool:
@@ -161,16 +213,42 @@ class LoadPlan:
         return bool(self.draft_url)
 
     @property
-    def meta_settings(self) -> dict[str, Any]:
-        """What every session of one folder must share (``meta.json``; replicas may grow)."""
+    def runs(self) -> dict[str, Run]:
+        """``--modes``: the bench run of each mode (the judge mode at the plan's judge)."""
         return {
-            "dataset": DATASET,
-            "split": "test",
-            "requests": self.requests,
-            "concurrency": self.concurrency,
-            "servers": "given by URL" if self.explicit else f"profile {self.profile}",
-            **self.model_settings,
+            mode: mode_run(mode, self.model_settings["judge"], self.model_settings.get("threshold"))
+            for mode in self.modes
         }
+
+    @property
+    def bench_settings(self) -> BenchSettings:
+        """``--modes``: the bench's settings of every run (budget, caps, sampling, family)."""
+        s = self.model_settings
+        return BenchSettings(
+            budget=s["budget"],
+            step_max_tokens=s["step_max_tokens"],
+            answer_max_tokens=s["answer_max_tokens"],
+            temperature=s["temperature"],
+            seed=s["seed"],
+            family=s["family"],
+        )
+
+    @property
+    def meta_settings(self) -> dict[str, Any]:
+        """What every session of one folder must share (``meta.json``).
+
+        Replica counts, and with ``--modes`` the modes and loads, may grow.
+        """
+        out: dict[str, Any] = {"dataset": DATASET, "split": "test"}
+        if self.offset:  # absent: from the start, as older folders
+            out["offset"] = self.offset
+        out["requests"] = self.requests
+        if self.modes:
+            out["compare"] = "modes"
+        else:
+            out["concurrency"] = self.concurrency
+        out["servers"] = "given by URL" if self.explicit else f"profile {self.profile}"
+        return {**out, **self.model_settings}
 
 
 def default_out(profile: str, now: datetime | None = None) -> Path:
@@ -178,14 +256,69 @@ def default_out(profile: str, now: datetime | None = None) -> Path:
     return Path("runs") / f"load-{profile}-{(now or datetime.now()):%Y%m%d-%H%M%S}"
 
 
+def _one_concurrency(text: str | None, requests: int) -> int:
+    if text is None:
+        return requests
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise ConfigError(
+            f"--concurrency {text!r}: without --modes it is one number (requests in flight)"
+        ) from None
+    if value < 1:
+        raise ConfigError(f"--concurrency must be at least 1, got {value}")
+    return value
+
+
+def _variant_urls(args: argparse.Namespace, modes: list[str], explicit: bool) -> dict[str, str]:
+    given = {
+        variant: url
+        for variant, url in (
+            ("sd", getattr(args, "sd_base_url", None)),
+            ("sd-dyn", getattr(args, "sd_dyn_base_url", None)),
+        )
+        if url
+    }
+    if given and not (modes and explicit):
+        raise ConfigError(
+            "--sd-base-url and --sd-dyn-base-url go with --modes and --draft-url/--base-url"
+        )
+    if explicit:
+        for mode in modes:
+            variant = variant_of(mode)
+            if variant is not None and variant not in given:
+                raise ConfigError(
+                    f"mode {mode} needs a base server of variant {variant}: give "
+                    f"--{variant}-base-url, or drop --draft-url/--base-url to let the "
+                    "benchmark start the profile's servers"
+                )
+    return given
+
+
 def make_plan(args: argparse.Namespace) -> LoadPlan:
     """Parse and validate the flags (typed errors), without starting or calling anything."""
-    replicas = parse_replicas(args.replicas)
+    modes = parse_load_modes(args.modes) if args.modes is not None else []
+    if modes and args.replicas is not None and parse_replicas(args.replicas) != [1]:
+        raise ConfigError(
+            "--modes measures one server per role: --replicas goes with the replica "
+            "comparison (without --modes)"
+        )
+    replicas = parse_replicas("1" if modes else args.replicas or "1,2")
     if args.requests is None or args.requests < 1:
         raise ConfigError(f"--requests must be at least 1, got {args.requests}")
-    concurrency = args.requests if args.concurrency is None else args.concurrency
-    if concurrency < 1:
-        raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
+    if args.offset is None or args.offset < 0:
+        raise ConfigError(f"--offset must be a whole number >= 0, got {args.offset}")
+    loads: list[int] = []
+    if modes:
+        loads = parse_loads(args.concurrency or DEFAULT_LOADS)
+        if max(loads) > args.requests:
+            raise ConfigError(
+                f"--concurrency {max(loads)} with --requests {args.requests}: at most "
+                f"{args.requests} requests can be in flight; give more requests"
+            )
+        concurrency = loads[0]
+    else:
+        concurrency = _one_concurrency(args.concurrency, args.requests)
     if bool(args.draft_url) != bool(args.base_url):
         raise ConfigError(
             "give both --draft-url and --base-url, or neither (then the "
@@ -196,8 +329,9 @@ def make_plan(args: argparse.Namespace) -> LoadPlan:
         raise ConfigError(
             "with --draft-url/--base-url the servers are already running: give "
             "one --replicas value (it only labels the results), not "
-            f"{args.replicas}"
+            f"{args.replicas or '1,2 (the default)'}"
         )
+    variant_urls = _variant_urls(args, modes, explicit)
     profile = load_profile(args.profile)  # raises for an unknown profile
     if not explicit:
         for n in replicas:
@@ -205,6 +339,9 @@ def make_plan(args: argparse.Namespace) -> LoadPlan:
                 plan_replicas(profile, n)  # ports, pool size (ConfigError)
         if any(n > 1 for n in replicas):
             router_executable()  # ServeError when vllm-router is not installed
+        for variant in dict.fromkeys(variant_of(m) for m in modes):
+            if variant is not None:
+                load_profile(args.profile, variant=variant)  # ServeError naming the variants
     settings = {
         "budget": args.budget,
         "step_max_tokens": args.step_max_tokens,
@@ -217,9 +354,13 @@ def make_plan(args: argparse.Namespace) -> LoadPlan:
     }
     if settings["timeout"] is None or settings["timeout"] <= 0:
         raise ConfigError(f"--timeout must be positive, got {settings['timeout']}")
-    # raises ConfigError for a bad budget, temperature, judge... (no call is made)
-    build_model("http://draft.invalid/v1", "http://base.invalid/v1", None, settings)
-    return LoadPlan(
+    if getattr(args, "threshold", None) is not None:
+        if not modes:
+            raise ConfigError("--threshold goes with --modes (the judge mode's threshold)")
+        settings["threshold"] = args.threshold
+    if args.sample_interval is None or args.sample_interval <= 0:
+        raise ConfigError(f"--sample-interval must be positive, got {args.sample_interval}")
+    plan = LoadPlan(
         Path(args.out) if args.out else default_out(args.profile),
         replicas,
         args.requests,
@@ -229,7 +370,19 @@ def make_plan(args: argparse.Namespace) -> LoadPlan:
         args.draft_url,
         args.base_url,
         api_key_of(args),
+        tuple(modes),
+        tuple(loads),
+        args.offset,
+        variant_urls,
+        args.sample_interval,
     )
+    # raises ConfigError for a bad budget, temperature, judge, threshold... (no call is made)
+    if modes:
+        for run in plan.runs.values():
+            plan.bench_settings.config(run)
+    else:
+        build_model("http://draft.invalid/v1", "http://base.invalid/v1", None, settings)
+    return plan
 
 
 def build_model(

@@ -184,11 +184,16 @@ def plot_latency(records: Sequence[dict[str, Any]], path: Path) -> Path | None:
 def write_load_report(out: Path) -> list[Path]:
     """Write ``summary.md``, ``summary.json`` and ``latency.png`` from ``results.jsonl``."""
     records = read_records(out / RESULTS)
-    meta_path = out / "meta.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    meta = read_meta(out)
     summary = summarise(records)
     md, js = out / SUMMARY_MD, out / SUMMARY_JSON
     md.write_text(render_markdown(summary, meta), encoding="utf-8")
     js.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     png = plot_latency(records, out / LATENCY_PLOT)
     return [md, js] + ([png] if png else [])
+
+
+def read_meta(out: Path) -> dict[str, Any]:
+    """``meta.json`` of folder ``out`` (``{}`` when there is none)."""
+    path = out / "meta.json"
+    return json.loads(path.read_text()) if path.is_file() else {}

@@ -1,0 +1,364 @@
+"""``bench load --modes``: run every (mode, load) cell not yet done, one server block at a time.
+
+A cell sends one request per problem, at most ``concurrency`` in flight, each through the
+bench's own :class:`~..bench.runner.Solver` (the bench's prompt, budget and grading: ``base``
+and ``sd`` answer alone, the judge mode and ``agree`` through the graph). Before a cell both
+servers' prefix caches are emptied (the same problems run in every cell) and their counters
+read; during it their requests running and waiting are sampled; after it the counters are read
+again. ``results.jsonl`` gets one line per request as it ends, ``cells.jsonl`` one line per
+cell (the servers' readings). A cell whose requests are all there is skipped; a partly done
+cell is rerun whole (its old lines go: concurrency is what is measured).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from tqdm import tqdm
+
+from ...endpoint import endpoint_pair
+from ...errors import ConfigError
+from ..bench.metrics import ServerCounters
+from ..bench.runner import Solver
+from ..shared.datasets import Problem
+from ..shared.meta import MetaFile
+from ..shared.modes import Run
+from ..shared.results import JsonlAppender, read_records
+from ..shared.servers import ServerPair, ServerSource, reset_prefix_cache
+from .counters import ROLES, Watch, counter_change, gauge_summary
+from .flags import LoadPlan
+from .modes import Cell, all_cells, plan_blocks
+from .modes_report import CELLS, write_modes_report
+from .report import RESULTS
+
+KEPT = (
+    "run",
+    "judge",
+    "setting",
+    "threshold",
+    "agree_rule",
+    "steps_ahead",
+    "correct",
+    "prediction",
+    "gold",
+    "steps_drafted",
+    "steps_accepted",
+    "steps_rewritten",
+    "steps_base",
+    "judge_calls",
+    "draft_tokens",
+    "base_tokens",
+    "trace_tokens",
+    "answer_tokens",
+    "stop",
+)
+"""What a request's line keeps of the bench's result line (not the reply, steps or config)."""
+
+
+# -- resume -------------------------------------------------------------------------------
+
+
+def done_cells(records: Iterable[dict[str, Any]], requests: int) -> set[Cell]:
+    """Cells whose ``requests`` requests (indexes 0..R-1) all have a result line."""
+    seen: dict[Cell, set[int]] = {}
+    for r in records:
+        seen.setdefault(Cell.of(r), set()).add(int(r["request"]))
+    return {cell for cell, got in seen.items() if set(range(requests)) <= got}
+
+
+def partial_cells(records: Iterable[dict[str, Any]], requests: int) -> set[Cell]:
+    """Cells with some result lines but not all: rerun whole."""
+    records = list(records)
+    return {Cell.of(r) for r in records} - done_cells(records, requests)
+
+
+def drop_cells(path: Path, cells: set[Cell]) -> int:
+    """Remove the lines of ``cells`` from ``path`` (atomically); how many went."""
+    records = read_records(path)
+    keep = [r for r in records if Cell.of(r) not in cells]
+    if len(keep) == len(records):
+        return 0
+    tmp = path.with_suffix(".jsonl.tmp")
+    tmp.write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in keep), encoding="utf-8"
+    )
+    tmp.replace(path)
+    return len(records) - len(keep)
+
+
+# -- the world a cell runs in (real servers, or fakes in tests) ---------------------------
+
+
+class Solves(Protocol):
+    """Answers one problem into the bench's result line (:class:`~..bench.runner.Solver`)."""
+
+    async def solve(self, problem: Problem) -> dict[str, Any]:
+        """The bench's result line of ``problem``."""
+        ...
+
+
+class Watches(Protocol):
+    """The servers' counters now, and their gauges sampled during a block (:class:`Watch`)."""
+
+    async def counters(self) -> dict[str, ServerCounters | None]:
+        """Each role's counters now (``None``: unread)."""
+        ...
+
+    def sampling(self) -> contextlib.AbstractAsyncContextManager[dict[str, list[dict[str, float]]]]:
+        """Gauge samples by role, taken while the block runs."""
+        ...
+
+
+class LoadSolver(Solver):
+    """The bench's solver without the judge's prefill floor.
+
+    The floor's ``/tokenize`` calls would add load to the cell it measures.
+    """
+
+    async def prefill_floor(self, messages: Any, steps: Any) -> int | None:
+        """Not measured under load."""
+        return None
+
+
+@dataclass(frozen=True)
+class World:
+    """How a plan reaches servers: blocks opened, solvers and watches made, caches emptied."""
+
+    open_block: Callable[[LoadPlan, str | None], contextlib.AbstractAsyncContextManager[ServerPair]]
+    make_solver: Callable[[ServerPair, Run, LoadPlan], Solves]
+    make_watch: Callable[[ServerPair, LoadPlan], Watches]
+    reset_caches: Callable[[ServerPair], Any]
+
+
+@contextlib.asynccontextmanager
+async def open_block(plan: LoadPlan, variant: str | None) -> AsyncIterator[ServerPair]:
+    """The servers of one variant's block: given by URL, or the profile's started and stopped."""
+    if plan.explicit:
+        assert plan.draft_url and plan.base_url
+        base = plan.base_url if variant is None else plan.variant_urls[variant]
+        yield ServerPair(variant, plan.draft_url, base, api_key=plan.api_key)
+        return
+    with ServerSource(plan.profile, api_key=plan.api_key).servers(variant) as pair:
+        yield pair
+    print(
+        f"bench load: stopped the {variant or 'plain'} block's servers",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def make_solver(pair: ServerPair, run: Run, plan: LoadPlan) -> Solves:
+    """The bench's solver of ``run`` on ``pair`` (every call may wait ``timeout`` s)."""
+    timeout = float(plan.model_settings["timeout"])
+    draft, base = endpoint_pair(
+        pair.draft_url, pair.base_url, api_key=pair.api_key, timeout=timeout, judge_timeout=timeout
+    )
+    return LoadSolver(run, draft, base, plan.bench_settings)
+
+
+def make_watch(pair: ServerPair, plan: LoadPlan) -> Watches:
+    """Both servers' ``/metrics``, gauges read every ``plan.sample_interval`` s."""
+    return Watch({"draft": pair.draft_url, "base": pair.base_url}, interval=plan.sample_interval)
+
+
+async def reset_caches(pair: ServerPair) -> bool | None:
+    """Empty both servers' prefix caches: ``True`` done, ``False`` one refused, ``None`` none."""
+    got = [
+        await reset_prefix_cache(url, api_key=pair.api_key)
+        for url in (pair.draft_url, pair.base_url)
+    ]
+    if False in got:
+        return False
+    return True if True in got else None
+
+
+REAL = World(open_block, make_solver, make_watch, reset_caches)
+
+
+# -- one cell -----------------------------------------------------------------------------
+
+
+def request_line(
+    cell: Cell, index: int, problem: Problem, solved: dict[str, Any] | None, exc: Exception | None
+) -> dict[str, Any]:
+    """A request's result line (without its times) from the bench's line or the exception."""
+    record: dict[str, Any] = {
+        "mode": cell.mode,
+        "concurrency": cell.concurrency,
+        "request": index,
+        "problem_id": problem.id,
+    }
+    if solved is None:
+        assert exc is not None
+        record.update(
+            ok=False,
+            error={"type": type(exc).__name__, "message": str(exc)[:500]},
+            correct=False,
+        )
+        return record
+    record.update({k: solved.get(k) for k in KEPT if k in solved})
+    error = solved.get("error")
+    record["ok"] = error is None
+    record["error"] = None if error is None else {"type": "ContextLengthError", "message": error}
+    record["correct"] = bool(solved.get("correct")) and error is None
+    tokens = [solved.get("trace_tokens"), solved.get("answer_tokens")]
+    record["completion_tokens"] = (
+        sum(t for t in tokens if isinstance(t, int)) if error is None else None
+    )
+    return record
+
+
+async def run_cell(
+    cell: Cell,
+    run: Run,
+    solver: Solves,
+    problems: Sequence[Problem],
+    sink: Any,
+    bar: tqdm[Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Send one request per problem, ``cell.concurrency`` in flight at most; lines in order.
+
+    Each line goes to ``sink`` as its answer (or error) comes; latency runs from the send
+    (past the gate) to the answer, ``started_s``/``ended_s`` from the cell's start.
+    """
+    gate = asyncio.Semaphore(cell.concurrency)
+    cell_start = time.perf_counter()
+
+    async def one(index: int, problem: Problem) -> dict[str, Any]:
+        async with gate:
+            sent = time.perf_counter()
+            try:
+                record = request_line(cell, index, problem, await solver.solve(problem), None)
+            except Exception as exc:  # a failed request is a result, not the end
+                record = request_line(cell, index, problem, None, exc)
+            ended = time.perf_counter()
+            record.update(
+                run=run.label,
+                variant=run.variant,
+                latency_s=ended - sent,
+                started_s=sent - cell_start,
+                ended_s=ended - cell_start,
+                finished_at=datetime.now(UTC).isoformat(),
+            )
+            sink.write(record)
+            if bar is not None:
+                bar.update(1)
+            return record
+
+    return list(await asyncio.gather(*(one(i, p) for i, p in enumerate(problems))))
+
+
+def cell_line(
+    cell: Cell,
+    variant: str | None,
+    before: dict[str, ServerCounters | None],
+    after: dict[str, ServerCounters | None],
+    samples: dict[str, list[dict[str, float]]],
+    cold: bool | None,
+    started_at: str,
+    seconds: float,
+) -> dict[str, Any]:
+    """A cell's line: the servers' counters before, after and their difference, the gauges."""
+    return {
+        "mode": cell.mode,
+        "concurrency": cell.concurrency,
+        "variant": variant,
+        "started_at": started_at,
+        "seconds": seconds,
+        "prefix_cache_reset": cold,
+        "server": {role: counter_change(before.get(role), after.get(role)) for role in ROLES},
+        "gauges": {role: gauge_summary(samples.get(role) or []) for role in ROLES},
+    }
+
+
+# -- the plan -----------------------------------------------------------------------------
+
+
+async def execute_modes(
+    plan: LoadPlan,
+    problems: Sequence[Problem],
+    *,
+    world: World = REAL,
+    progress: bool = True,
+) -> list[Path]:
+    """Run every cell not yet done, one server block at a time; write the report."""
+    if len(problems) < plan.requests:
+        raise ConfigError(
+            f"--requests {plan.requests}: the dataset has only {len(problems)} problems "
+            "from --offset"
+        )
+    problems = list(problems[: plan.requests])
+    meta = MetaFile(plan.out, plan.meta_settings)
+    meta.save()
+    path, cells_path = plan.out / RESULTS, plan.out / CELLS
+    records = read_records(path)
+    done = done_cells(records, plan.requests)
+    partial = partial_cells(records, plan.requests)
+    blocks = plan_blocks(plan.modes, plan.loads)
+    todo = [cell for cell in all_cells(blocks) if cell not in done]
+    skipped = [cell.label for cell in all_cells(blocks) if cell in done]
+    say = f"bench load: cells to run: {', '.join(c.label for c in todo) or 'none'}"
+    if skipped:
+        say += f"; already in {path}, skipped: {', '.join(skipped)}"
+    print(
+        f"{say}; {plan.requests} requests each; results in {plan.out}",
+        file=sys.stderr,
+        flush=True,
+    )
+    rerun = partial & set(todo)  # a partial cell of a mode or load not asked for stays
+    if rerun:
+        dropped = drop_cells(path, rerun)
+        if cells_path.is_file():
+            drop_cells(cells_path, rerun)
+        print(
+            f"bench load: {', '.join(sorted(c.label for c in rerun))} partly done: "
+            f"{dropped} old line(s) dropped, rerun whole",
+            file=sys.stderr,
+            flush=True,
+        )
+    runs = plan.runs
+    correct = 0
+    with tqdm(
+        total=len(todo) * plan.requests,
+        desc="bench load",
+        unit="request",
+        disable=not progress,
+        dynamic_ncols=True,
+    ) as bar:
+        for variant, cells in blocks:
+            block_todo = [cell for cell in cells if cell in todo]
+            if not block_todo:
+                continue
+            async with world.open_block(plan, variant) as pair:
+                meta.add_servers(await pair.describe())
+                watch = world.make_watch(pair, plan)
+                for cell in block_todo:
+                    bar.set_postfix_str(cell.label)
+                    run = runs[cell.mode]
+                    solver = world.make_solver(pair, run, plan)
+                    cold = await world.reset_caches(pair)
+                    before = await watch.counters()
+                    started_at, clock = datetime.now(UTC).isoformat(), time.perf_counter()
+                    with JsonlAppender(path) as sink:
+                        async with watch.sampling() as samples:
+                            got = await run_cell(cell, run, solver, problems, sink, bar)
+                    seconds = time.perf_counter() - clock
+                    after = await watch.counters()
+                    with JsonlAppender(cells_path) as cells_sink:
+                        cells_sink.write(
+                            cell_line(
+                                cell, variant, before, after, samples, cold, started_at, seconds
+                            )
+                        )
+                    correct += sum(bool(r.get("correct")) for r in got)
+    meta.finish(correct)
+    return write_modes_report(plan.out)

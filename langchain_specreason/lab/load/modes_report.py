@@ -1,0 +1,248 @@
+"""The report of ``bench load --modes``: one row per (mode, load) cell, against base at that load.
+
+Made from ``results.jsonl`` and ``cells.jsonl`` (and ``meta.json``'s settings) alone, so it can
+be rebuilt from a folder. Per cell: answers right, McNemar against ``base`` at the same load,
+latency p50/p90, aggregate completion tokens/s, goodput (right answers per minute), the paired
+bootstrap speed-up over ``base`` on the same problems, and the servers' own counters and
+gauges. ``latency_goodput.png``: p50 latency and goodput against load, one line per mode.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..bench.report import fmt, settings_lines
+from ..shared.results import read_records
+from ..shared.stats import mcnemar, paired_ratio, wilson
+from .modes import LOAD_MODES, REFERENCE, Cell
+from .report import RESULTS, SUMMARY_JSON, SUMMARY_MD, read_meta, summarise_replicas
+
+CELLS = "cells.jsonl"
+LOAD_PLOT = "latency_goodput.png"
+
+
+def _order(cell: Cell) -> tuple[int, int, str]:
+    modes = list(LOAD_MODES)
+    return (
+        cell.concurrency,
+        modes.index(cell.mode) if cell.mode in modes else len(modes),
+        cell.mode,
+    )
+
+
+def versus(
+    mine: Sequence[Mapping[str, Any]], ref: Sequence[Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    """A cell against the reference cell at the same load, problem by problem.
+
+    McNemar over the problems both sent (a failure counts as wrong); the speed-up (the
+    reference's latency over this cell's, summed) with its paired bootstrap 95% interval over
+    the problems both answered; ``None`` when they share no problem.
+    """
+    a = {str(r["problem_id"]): r for r in mine}
+    b = {str(r["problem_id"]): r for r in ref}
+    common = sorted(set(a) & set(b))
+    if not common:
+        return None
+    only_me, only_ref, p = mcnemar(
+        [bool(a[q].get("correct")) for q in common], [bool(b[q].get("correct")) for q in common]
+    )
+    out: dict[str, Any] = {
+        "problems": len(common),
+        "right_only_here": only_me,
+        f"right_only_{REFERENCE}": only_ref,
+        "mcnemar_p": p,
+        "speedup": None,
+        "speedup_95": None,
+    }
+    answered = [q for q in common if a[q].get("ok") and b[q].get("ok")]
+    if answered:
+        ratio = paired_ratio(
+            [float(a[q]["latency_s"]) for q in answered],
+            [float(b[q]["latency_s"]) for q in answered],
+        )
+        out.update(speedup=ratio.ratio, speedup_95=[ratio.low, ratio.high], answered=len(answered))
+    return out
+
+
+def summarise_cells(
+    records: Sequence[Mapping[str, Any]], cell_lines: Sequence[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
+    """Each cell's numbers (rows by load, then mode), from its request lines and its cell line.
+
+    ``cell_lines``: the last line of each cell gives its servers' counters and gauges.
+    """
+    by_cell: dict[Cell, list[Mapping[str, Any]]] = {}
+    for r in records:
+        by_cell.setdefault(Cell.of(r), []).append(r)
+    servers = {Cell.of(line): line for line in cell_lines}
+    rows = []
+    for cell in sorted(by_cell, key=_order):
+        mine = by_cell[cell]
+        row = summarise_replicas(0, [dict(r) for r in mine])
+        del row["replicas"], row["requests_per_min"]
+        low, high = wilson(row["correct"], row["requests"])
+        wall = row["wall_s"]
+        row = {
+            "mode": cell.mode,
+            "concurrency": cell.concurrency,
+            "run": next((r.get("run") for r in mine if r.get("run")), cell.mode),
+            **row,
+            "accuracy_95": [low, high],
+            "goodput_per_min": 60.0 * row["correct"] / wall if wall else None,
+        }
+        ref = by_cell.get(Cell(REFERENCE, cell.concurrency))
+        if ref is not None and cell.mode != REFERENCE:
+            row[f"vs_{REFERENCE}"] = versus(mine, ref)
+            ref_wall = summarise_replicas(0, [dict(r) for r in ref])["wall_s"]
+            if row[f"vs_{REFERENCE}"] is not None and wall and ref_wall:
+                row[f"vs_{REFERENCE}"]["wall_ratio"] = ref_wall / wall
+        line = servers.get(cell)
+        row["server"] = (line or {}).get("server")
+        row["gauges"] = (line or {}).get("gauges")
+        row["prefix_cache_reset"] = (line or {}).get("prefix_cache_reset")
+        rows.append(row)
+    return {
+        "reference": REFERENCE,
+        "modes": list(
+            dict.fromkeys(r["mode"] for r in sorted(rows, key=lambda r: _order(Cell(r["mode"], 0))))
+        ),
+        "loads": sorted({r["concurrency"] for r in rows}),
+        "rows": rows,
+    }
+
+
+def _delta(row: Mapping[str, Any], role: str, key: str) -> float | None:
+    change = (row.get("server") or {}).get(role)
+    return None if not change else change["delta"].get(key)
+
+
+def _gauge(row: Mapping[str, Any], role: str, key: str) -> str:
+    got = (row.get("gauges") or {}).get(role)
+    if not got:
+        return "–"
+    return f"{got[key + '_mean']:.1f} / {got[key + '_max']:.0f}"
+
+
+def render_modes_markdown(summary: Mapping[str, Any], meta: Mapping[str, Any] | None = None) -> str:
+    """``summary.md`` of :func:`summarise_cells`'s numbers."""
+    out = ["# Load benchmark: modes across load", ""]
+    lines = settings_lines(dict(meta or {}))
+    out += [*lines, ""] if lines else []
+    ref = summary.get("reference", REFERENCE)
+    out += [
+        f"| load | mode | right [95%] | McNemar p vs {ref} | p50 s | p90 s | wall s | "
+        f"completion tok/s | goodput right/min | speed-up vs {ref} [95%] | wall vs {ref} | "
+        "failures |",
+        "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for r in summary["rows"]:
+        low, high = r["accuracy_95"]
+        vs = r.get(f"vs_{ref}") or {}
+        speed = "–"
+        if vs.get("speedup") is not None:
+            a, b = vs["speedup_95"]
+            speed = f"{vs['speedup']:.2f}× [{a:.2f}, {b:.2f}]"
+        out.append(
+            f"| {r['concurrency']} | {r['mode']} | {r['correct']}/{r['requests']} "
+            f"[{low:.0%}, {high:.0%}] | {fmt(vs.get('mcnemar_p'), '.3g')} | "
+            f"{fmt(r['latency_p50_s'], '.1f')} | {fmt(r['latency_p90_s'], '.1f')} | "
+            f"{fmt(r['wall_s'], '.1f')} | {fmt(r['tokens_per_s'], '.1f')} | "
+            f"{fmt(r['goodput_per_min'], '.2f')} | {speed} | "
+            f"{fmt(vs.get('wall_ratio'), '.2f', '×')} | {r['failures']} |"
+        )
+    out += [
+        "",
+        "The servers' own counters over each cell (`/metrics` before and after; their "
+        "difference) and their requests running / waiting (mean / most of the samples):",
+        "",
+        "| load | mode | base prompt tok | base generated tok | spec accepted / drafted tok | "
+        "acceptance | draft generated tok | base running | base waiting | draft running |",
+        "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for r in summary["rows"]:
+        accepted, drafted = (
+            _delta(r, "base", "spec_accepted_tokens"),
+            _delta(r, "base", "spec_draft_tokens"),
+        )
+        spec = "–" if drafted is None else f"{fmt(accepted, '.0f')} / {drafted:.0f}"
+        acceptance = ((r.get("server") or {}).get("base") or {}).get("acceptance")
+        out.append(
+            f"| {r['concurrency']} | {r['mode']} | "
+            f"{fmt(_delta(r, 'base', 'prompt_tokens'), '.0f')} | "
+            f"{fmt(_delta(r, 'base', 'generation_tokens'), '.0f')} | {spec} | "
+            f"{fmt(acceptance, '.0%')} | {fmt(_delta(r, 'draft', 'generation_tokens'), '.0f')} | "
+            f"{_gauge(r, 'base', 'running')} | {_gauge(r, 'base', 'waiting')} | "
+            f"{_gauge(r, 'draft', 'running')} |"
+        )
+    out += [
+        "",
+        "A cell: one mode at one load (requests in flight at most), one request per problem, "
+        "the same problems in every cell, the prefix caches emptied before it. Wall: first "
+        "send to last answer. Completion tok/s: the answered requests' completion tokens "
+        "(trace and answer) over the wall; goodput: right answers per minute of wall. "
+        f"Latency: send to answer, answered requests. Speed-up vs {ref}: {ref}'s summed "
+        "latency over the cell's on the problems both answered, paired bootstrap over "
+        f"problems (2,000 resamples); wall vs {ref}: {ref}'s wall over the cell's. McNemar: "
+        "exact two-sided p over the problems both sent (a failure counts as wrong). The "
+        "counters and gauges are the servers' own, so another client of the same servers "
+        "would show in them.",
+    ]
+    errors = [(r, e) for r in summary["rows"] for e in r["errors"]]
+    if errors:
+        out += ["", "Errors:", ""] + [f"- {r['mode']} @ {r['concurrency']}: {e}" for r, e in errors]
+    return "\n".join(out) + "\n"
+
+
+def plot_modes(summary: Mapping[str, Any], path: Path) -> Path | None:
+    """p50 latency and goodput against load, one line per mode (``None`` without matplotlib)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(
+            "warning: plots need matplotlib: pip install 'langchain-specreason[bench]'",
+            file=sys.stderr,
+        )
+        return None
+    fig, (lat, good) = plt.subplots(1, 2, figsize=(10, 4.2), dpi=120)
+    for mode in summary["modes"]:
+        rows = sorted(
+            (r for r in summary["rows"] if r["mode"] == mode), key=lambda r: r["concurrency"]
+        )
+        loads = [r["concurrency"] for r in rows]
+        p50 = [r["latency_p50_s"] if r["latency_p50_s"] is not None else float("nan") for r in rows]
+        goodput = [r["goodput_per_min"] if r["goodput_per_min"] is not None else 0.0 for r in rows]
+        lat.plot(loads, p50, marker="o", label=mode)
+        good.plot(loads, goodput, marker="o", label=mode)
+    for ax, what in ((lat, "p50 latency per request (s)"), (good, "goodput (right answers/min)")):
+        ax.set_xlabel("load (requests in flight)")
+        ax.set_ylabel(what)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(summary["loads"] or [1])
+        ax.set_xticklabels([str(n) for n in summary["loads"] or [1]])
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    if summary["modes"]:
+        lat.legend(fontsize=8)
+    fig.suptitle("Modes under load: latency and goodput")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def write_modes_report(out: Path) -> list[Path]:
+    """Write ``summary.md``, ``summary.json`` and the plot from the folder's JSONL files."""
+    summary = summarise_cells(read_records(out / RESULTS), read_records(out / CELLS))
+    md, js = out / SUMMARY_MD, out / SUMMARY_JSON
+    md.write_text(render_modes_markdown(summary, read_meta(out)), encoding="utf-8")
+    js.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    plot = plot_modes(summary, out / LOAD_PLOT)
+    return [md, js] + ([plot] if plot else [])
