@@ -202,7 +202,11 @@ async def events(
     state: dict[str, Any] = {}
     usage = CallUsage()  # every server call's tokens, by model
     config = run_config(run_manager, usage)
-    context = detached()  # the graph's runs beneath the chat model's (see detached)
+    # one routing key per run: behind vllm-router (consistent_hash) every call of the run
+    # lands on one replica, whose prefix cache then serves the next judge call
+    key = thread_id(run_manager, kwargs) if call.checkpointed else uuid.uuid4().hex
+    with routing_key(key):  # the graph's context keeps the key (a copy holds its values)
+        context = detached()  # the graph's runs beneath the chat model's (see detached)
     # output_version="v1" numbers content blocks by runs of one type (LangChain counts
     # them as the chunks pass): the calls' blocks follow the text's, not overlap them
     step_kind = "reasoning" if think else "text"
@@ -211,7 +215,7 @@ async def events(
     turns: list[BaseMessage | RemoveMessage] = list(messages)
     resume = False
     if call.checkpointed:
-        config["configurable"] = {"thread_id": thread_id(run_manager, kwargs)}
+        config["configurable"] = {"thread_id": key}
         saved = await within(context, lambda: graph.aget_state(config))
         # unfinished: a node to run, or one whose writes were saved but whose checkpoint
         # was not (the process died between them; LangGraph applies them on resume)
@@ -227,48 +231,44 @@ async def events(
     inputs = (
         None if resume else {"messages": turns, "answer_options": answer_options(kwargs, call.stop)}
     )
-    # one routing key per run: behind vllm-router (consistent_hash) every call of the run
-    # lands on one replica, whose prefix cache then serves the next judge call
-    key = (config.get("configurable") or {}).get("thread_id") or uuid.uuid4().hex
-    with routing_key(key):
-        async for mode, item in until(
-            call.deadline,
-            streamed_within(
-                context,
-                graph.astream(
-                    cast(SpecReasonInput | None, inputs), config, stream_mode=["custom", "values"]
-                ),
+    async for mode, item in until(
+        call.deadline,
+        streamed_within(
+            context,
+            graph.astream(
+                cast(SpecReasonInput | None, inputs), config, stream_mode=["custom", "values"]
             ),
-        ):
-            if mode == "values":
-                state = cast(dict[str, Any], item)
-                continue
-            event = cast(Event, item)
-            if event["type"] == "step":
-                chunk, this = step_chunk(event["text"], think), step_kind
-            elif event["type"] == "answer_delta":
-                chunk, this = AIMessageChunk(content=event["text"]), "text"
-            elif event["type"] == "answer_tool_call":  # as the base server streams it
-                if first_call is None:
-                    first_call = runs if call.v1 else 0
-                chunk, this = (
-                    AIMessageChunk(
-                        content="",
-                        tool_call_chunks=[
-                            tool_call_chunk(
-                                name=event["name"],
-                                args=event["args"],
-                                id=event["id"],
-                                index=first_call + event["index"],
-                            )
-                        ],
-                    ),
-                    "tool_call_chunk",
-                )
-            else:
-                continue
-            runs, kind = (runs + 1, this) if kind != this else (runs, kind)
-            yield ChatGenerationChunk(message=chunk)
+        ),
+    ):
+        if mode == "values":
+            state = cast(dict[str, Any], item)
+            continue
+        event = cast(Event, item)
+        if event["type"] == "step":
+            chunk, this = step_chunk(event["text"], think), step_kind
+        elif event["type"] == "answer_delta":
+            chunk, this = AIMessageChunk(content=event["text"]), "text"
+        elif event["type"] == "answer_tool_call":  # as the base server streams it
+            if first_call is None:
+                first_call = runs if call.v1 else 0
+            chunk, this = (
+                AIMessageChunk(
+                    content="",
+                    tool_call_chunks=[
+                        tool_call_chunk(
+                            name=event["name"],
+                            args=event["args"],
+                            id=event["id"],
+                            index=first_call + event["index"],
+                        )
+                    ],
+                ),
+                "tool_call_chunk",
+            )
+        else:
+            continue
+        runs, kind = (runs + 1, this) if kind != this else (runs, kind)
+        yield ChatGenerationChunk(message=chunk)
     wall = time.perf_counter() - call.start
     learn_window(
         [await known_window(e) for e in (call.draft, call.base) if isinstance(e, WindowedEndpoint)]
