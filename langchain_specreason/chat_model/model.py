@@ -39,6 +39,7 @@ from ..graph import Breaker, SpecReasonGraph
 from ..sync_bridge import iter_sync, on_bridge_thread, run_sync
 from .arguments import (
     ALIASES,
+    budget_cut,
     call_config,
     refuse_openai_only,
     refuse_other_model,
@@ -316,8 +317,11 @@ class ChatSpecReason(CancellingBatches, TokenCounting):
         ``.bind(temperature=0)`` or passed to ``invoke``), ``max_tokens`` included; the other
         arguments are not knobs and are left alone.
         """
-        settings = {name: getattr(self, name) for name in SpecReasonConfig.model_fields}
-        return call_config(settings, overrides, self.max_tokens)
+        return call_config(self._settings(), overrides, self.max_tokens)
+
+    def _settings(self) -> dict[str, Any]:
+        """The SpecReason knobs these fields set."""
+        return {name: getattr(self, name) for name in SpecReasonConfig.model_fields}
 
     @property
     def graph(self) -> SpecReasonGraph:
@@ -525,7 +529,7 @@ class ChatSpecReason(CancellingBatches, TokenCounting):
             draft_model=self.draft_model,
             base_model=self.base_model,
             think=think,
-            bounded=(kwargs.get("max_tokens") or self.max_tokens) is not None,
+            budget_cap=budget_cut(self._settings(), kwargs, self.max_tokens),
             deadline=kwargs.get("deadline", self.deadline),
             checkpointed=self.checkpointer is not None,
             v1=self.output_version == "v1",

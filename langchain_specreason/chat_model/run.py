@@ -62,9 +62,6 @@ class Call:
     base_model: str | None
     think: bool
     """Whether the trace is reasoning (a think model, or JSON asked for) or content."""
-    bounded: bool = False
-    """Only that ``max_tokens`` was given, without ``budget_cap``: any budget stop is then
-    ``length`` (coarse: prefer ``budget_cap``)."""
     deadline: float | None
     checkpointed: bool
     """Whether the graph has a checkpointer (a thread to resume)."""
@@ -346,11 +343,9 @@ def cut_by_max_tokens(call: Call, state: dict[str, Any]) -> bool:
     Not when it stopped at its own ``budget`` setting (a large ``max_tokens`` leaves it), nor
     at a lower budget the servers' windows left (nothing was written past it).
     """
-    if state.get("stop") != "budget":
+    if state.get("stop") != "budget" or call.budget_cap is None:
         return False
-    if call.budget_cap is not None:
-        return int(state.get("tokens_used") or 0) >= call.budget_cap
-    return call.bounded
+    return int(state.get("tokens_used") or 0) >= call.budget_cap
 
 
 async def collect(

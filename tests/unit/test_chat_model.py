@@ -106,7 +106,8 @@ async def test_invoke_metadata_and_usage_for_instruct_family():
     meta = msg.response_metadata
     assert meta["model_name"] is not None and meta["finish_reason"] == "stop"
     assert meta["specreason"]["steps_accepted"] == 2 and meta["specreason"]["steps_rewritten"] == 1
-    assert meta["tokens_by_model"] == {"draft": 12, "base": 5}  # in the kept trace
+    # every call's output tokens by model (as usage_by_model); the kept trace's in "specreason"
+    assert meta["tokens_by_model"] == {"draft": 16, "base": 8}
     # usage counts every server call: 4 drafted steps of 4 tokens (steps 0 and 2, and steps
     # 1 and 2 drafted ahead during the judge), 3 judge readings of one token, 1 rewrite of 5
     by_model = meta["usage_by_model"]

@@ -113,6 +113,19 @@ async def test_max_tokens_bounds_reasoning_plus_answer(where):
     assert kept["steps_accepted"] >= 1
 
 
+@pytest.mark.parametrize("max_tokens", [16000, 32768])
+async def test_a_reasoning_models_max_tokens_keeps_the_budget_and_says_stop(max_tokens):
+    """16k-32k, usual for reasoning models, is above budget + answer: the reasoning keeps its
+    budget, the answer its cap, and a trace that spends its own budget was not cut (F1)."""
+    model = _bounded_model(max_tokens=max_tokens, budget=12)
+    msg = await model.ainvoke("q")
+    answer = [r.max_tokens for r in model.base_endpoint.generation_calls()]
+    assert msg.response_metadata["specreason"]["budget"] == 12
+    assert msg.response_metadata["specreason"]["steps_accepted"] == 3  # the whole budget
+    assert answer == [model.answer_max_tokens]
+    assert msg.response_metadata["finish_reason"] == "stop"
+
+
 async def test_a_cut_answer_says_length_and_small_bounds_never_ask_for_more():
     model = _bounded_model(answer_tokens=50, max_tokens=5)
     msg = await model.ainvoke("q")
@@ -165,7 +178,9 @@ def test_counting_against_a_dead_port_is_fast_and_a_live_count_is_asked_once():
         messages = [AIMessage("hi")]
         assert live.get_num_tokens_from_messages(messages) == 7
         assert live.get_num_tokens_from_messages(messages) == 7
-    assert asked.count("/tokenize") == 1
+    # the list once (the second count is cached), and once per model the two renders that
+    # measure the chat template's default system prompt (left out of every count)
+    assert asked.count("/tokenize") == 3
 
 
 @pytest.mark.parametrize(
