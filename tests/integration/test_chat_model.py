@@ -6,7 +6,7 @@ import asyncio
 import os
 
 import pytest
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 
 from langchain_specreason import ChatRequest, ChatSpecReason, ContextLengthError, OpenAIEndpoint
 
@@ -81,12 +81,25 @@ def test_sync_invoke_reports_usage_and_per_model_tokens(servers):
 
 async def test_token_count_is_exact_from_the_server(servers):
     model = make(servers)
-    messages = [HumanMessage("Hello there, how are you today?")]
+    question = "Hello there, how are you today?"
+    messages = [SystemMessage("You are terse."), HumanMessage(question)]
     exact = model.get_num_tokens_from_messages(messages)
-    done = await OpenAIEndpoint(servers.base_url, name="base").complete(
-        ChatRequest([{"role": "user", "content": "Hello there, how are you today?"}], max_tokens=1)
+    base = OpenAIEndpoint(servers.base_url, name="base")
+    done = await base.complete(
+        ChatRequest(
+            [
+                {"role": "system", "content": "You are terse."},
+                {"role": "user", "content": question},
+            ],
+            max_tokens=1,
+        )
     )
     assert exact == done.prompt_tokens  # what the server itself counted for this prompt
+    # without a system message the template adds its default one; the count leaves it out,
+    # so it never exceeds a list that adds a message (what trimmers assume)
+    alone = model.get_num_tokens_from_messages([HumanMessage(question)])
+    rendered = await base.count_tokens([{"role": "user", "content": question}])
+    assert alone < rendered and alone <= exact
     offline = ChatSpecReason(draft_url="http://127.0.0.1:9/v1", base_url="http://127.0.0.1:9/v1")
     assert 10 < offline.get_num_tokens_from_messages(messages) < 40  # the offline estimate
 
