@@ -138,22 +138,36 @@ async def test_a_run_interrupted_in_the_middle_of_a_round_resumes_without_new_ca
     assert [s["text"] for s in out["steps"]][-1] == "Draft step 4 gives 40."
 
 
-async def test_a_draft_outage_in_a_round_keeps_the_agreed_steps_and_the_base_goes_on():
-    def flaky(req: ChatRequest) -> Completion:
-        if partial_of(req).count("\n\n") >= 1:
-            raise EndpointError("draft", "http://d/v1", "draft server died")
-        return writer("Draft", {}, 4)(req)
+def failing_from(position: int, end_at: int = 6) -> Callable[[ChatRequest], Completion]:
+    """A draft that writes positions before ``position`` and fails from it on."""
 
-    draft = ScriptedEndpoint("draft", flaky)
-    base = ScriptedEndpoint("base", writer("Base", {}, 4))
+    def handler(req: ChatRequest) -> Completion:
+        if partial_of(req).count("\n\n") >= position:
+            raise EndpointError("draft", "http://d/v1", "draft server died")
+        return writer("Draft", {}, end_at)(req)
+
+    return handler
+
+
+async def through_outage(
+    draft_handler: Callable[[ChatRequest], Completion], end_at: int = 6
+) -> tuple[dict, list[dict], ScriptedEndpoint]:
+    """A run whose draft fails (no cooldown): its final state, its events, the base."""
+    draft = ScriptedEndpoint("draft", draft_handler)
+    base = ScriptedEndpoint("base", writer("Base", {}, end_at))
     graph = create_specreason_graph(draft, base, config=agree_config(draft_cooldown=0))
-    events = []
+    events, out = [], {}
     with pytest.warns(UserWarning, match="draft server died"):
         async for mode, event in graph.astream(QUESTION, stream_mode=["custom", "values"]):
             if mode == "custom":
                 events.append(event)
             else:
                 out = event
+    return out, events, base
+
+
+async def test_a_draft_outage_in_a_round_keeps_the_agreed_steps_and_the_base_goes_on():
+    out, events, _ = await through_outage(failing_from(1, end_at=4), end_at=4)
     assert [s["decision"] for s in out["steps"]] == ["accepted", "base", "base", "base", "base"]
     assert out["draft_down"] and "draft server died" in out["draft_down"]
     assert [e["type"] for e in events].count("fallback") == 1
@@ -200,31 +214,11 @@ async def test_each_round_says_where_its_time_went():
     assert "| base |" not in table
 
 
-def failing_from(position: int) -> Callable[[ChatRequest], Completion]:
-    """A draft that writes positions before ``position`` and fails from it on."""
-
-    def handler(req: ChatRequest) -> Completion:
-        if partial_of(req).count("\n\n") >= position:
-            raise EndpointError("draft", "http://d/v1", "draft server died")
-        return writer("Draft", {}, 6)(req)
-
-    return handler
-
-
 async def test_a_draft_outage_late_in_a_round_keeps_every_agreed_step_and_the_base_step():
     """steps_ahead=3, the draft dies writing position 2: positions 0 and 1 agreed and are both
     kept; the base's step at position 2, asked for before the outage, is kept, not asked again;
     the fallback names position 2."""
-    draft = ScriptedEndpoint("draft", failing_from(2))
-    base = ScriptedEndpoint("base", writer("Base", {}, 6))
-    graph = create_specreason_graph(draft, base, config=agree_config(draft_cooldown=0))
-    events, out = [], {}
-    with pytest.warns(UserWarning, match="draft server died"):
-        async for mode, event in graph.astream(QUESTION, stream_mode=["custom", "values"]):
-            if mode == "custom":
-                events.append(event)
-            else:
-                out = event
+    out, events, base = await through_outage(failing_from(2))
     decisions = [s["decision"] for s in out["steps"]]
     assert decisions[:3] == ["accepted", "accepted", "base"]
     assert out["steps"][2]["text"] == "Base step 2 gives 20.\n\n"
@@ -235,11 +229,7 @@ async def test_a_draft_outage_late_in_a_round_keeps_every_agreed_step_and_the_ba
 
 
 async def test_a_draft_outage_at_the_first_position_keeps_the_base_step_already_asked():
-    draft = ScriptedEndpoint("draft", failing_from(0))
-    base = ScriptedEndpoint("base", writer("Base", {}, 1))
-    graph = create_specreason_graph(draft, base, config=agree_config(draft_cooldown=0))
-    with pytest.warns(UserWarning, match="draft server died"):
-        out = await graph.ainvoke(QUESTION)
+    out, _, base = await through_outage(failing_from(0), end_at=1)
     assert [s["decision"] for s in out["steps"]] == ["base", "base"]
     assert positions(base).count(0) == 1
 
