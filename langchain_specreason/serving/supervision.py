@@ -58,11 +58,9 @@ def supervise(
         if run.healthy_since is None:
             run.healthy_since = now  # first seen serving
         elif run.restarts and now - run.healthy_since >= reset:
-            print(
+            _say(
                 f"{run.label} has served {now - run.healthy_since:.0f} s since its last "
                 f"restart: its restart count is reset (at most {max_restarts} again)",
-                file=sys.stderr,
-                flush=True,
             )
             run.restarts = 0
     # every exit is said first: a restart blocks until healthy, and a second server that
@@ -78,11 +76,9 @@ def supervise(
         if run.restarts >= max_restarts:
             spent.append((run, f"exited with code {code} after {run.restarts} restarts: {why}"))
             continue
-        print(
+        _say(
             f"{run.label} ({run.url}) exited with code {code}; restarting it, the others "
             f"keep serving: {why}",
-            file=sys.stderr,
-            flush=True,
         )
     for run, _ in dead:
         if run.restarts >= max_restarts:
@@ -102,11 +98,9 @@ def supervise(
             spent.append((run, f"did not come back after {run.restarts} restarts: {exc}"))
             continue
         run.healthy_since = clock()
-        print(
+        _say(
             f"{run.label} ({run.url}) is serving again (restart {run.restarts} of at most "
             f"{max_restarts})",
-            file=sys.stderr,
-            flush=True,
         )
     for run, what in spent:
         _give_up(running, run, what)
@@ -128,9 +122,12 @@ def _give_up(running: list[_Running], run: _Running, what: str) -> None:
         raise ServerDiedError(f"{run.label} server{last} {what}; giving up")
     kill_group(run)
     run.dropped = True
-    print(
+    _say(
         f"{run.label} ({run.url}) {what}; dropped: not restarted again, its router sends its "
         f"requests to the {len(others)} other {run.role} replica(s), serve goes on",
-        file=sys.stderr,
-        flush=True,
     )
+
+
+def _say(message: str) -> None:
+    """One line for the operator on stderr, flushed at once."""
+    print(message, file=sys.stderr, flush=True)

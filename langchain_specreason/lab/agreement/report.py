@@ -49,8 +49,26 @@ from ..shared.stats import percentile_95, wilson
 REQUIRED = ("step", "base_step", "harmful")
 
 
+class _KeptShares:
+    """The two shares read off ``steps``, ``kept`` and ``harmful_kept`` (no dataclass fields)."""
+
+    steps: int
+    kept: int
+    harmful_kept: int
+
+    @property
+    def kept_share(self) -> float:
+        """Share of the draft steps kept."""
+        return self.kept / self.steps if self.steps else 0.0
+
+    @property
+    def harmful_kept_share(self) -> float:
+        """Share of the kept steps that are harmful."""
+        return self.harmful_kept / self.kept if self.kept else 0.0
+
+
 @dataclass(frozen=True)
-class RuleReading:
+class RuleReading(_KeptShares):
     """One rule on one labels file."""
 
     rule: str
@@ -62,16 +80,6 @@ class RuleReading:
     harmful_kept: int
     harmful_kept_low: float
     harmful_kept_high: float
-
-    @property
-    def kept_share(self) -> float:
-        """Share of the draft steps the rule keeps."""
-        return self.kept / self.steps if self.steps else 0.0
-
-    @property
-    def harmful_kept_share(self) -> float:
-        """Share of the kept steps that are harmful."""
-        return self.harmful_kept / self.kept if self.kept else 0.0
 
 
 def read_pairs(path: Path) -> list[tuple[str, str, bool]]:
@@ -191,7 +199,7 @@ class LabelledPair:
 
 
 @dataclass(frozen=True)
-class DecisionReading:
+class DecisionReading(_KeptShares):
     """One way of deciding which draft steps to keep, read on one labels file."""
 
     row: str
@@ -210,16 +218,6 @@ class DecisionReading:
     """Share of positions at which the base writes a step."""
     base_chars: float
     """Characters of the base's steps written, over those of the base writing every step."""
-
-    @property
-    def kept_share(self) -> float:
-        """Share of the draft steps kept."""
-        return self.kept / self.steps if self.steps else 0.0
-
-    @property
-    def harmful_kept_share(self) -> float:
-        """Share of the kept steps that are harmful."""
-        return self.harmful_kept / self.kept if self.kept else 0.0
 
 
 def read_labelled(path: Path) -> list[LabelledPair]:
