@@ -24,11 +24,11 @@ from langchain_specreason.lab.load.counters import (
     gauge_summary,
     sample_once,
 )
+from langchain_specreason.lab.load.flags import parse_loads
 from langchain_specreason.lab.load.modes import (
     Cell,
     mode_run,
     parse_load_modes,
-    parse_loads,
     plan_blocks,
 )
 from langchain_specreason.lab.load.modes_report import (

@@ -12,9 +12,7 @@ cell is rerun whole (its old lines go: concurrency is what is measured).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import json
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -34,11 +32,13 @@ from ..shared.meta import MetaFile
 from ..shared.modes import Run
 from ..shared.results import JsonlAppender, read_records
 from ..shared.servers import ServerPair, ServerSource, reset_prefix_cache
+from .batch import progress_bar, send_all
 from .counters import ROLES, Watch, counter_change, gauge_summary
 from .flags import LoadPlan
 from .modes import Cell, all_cells, plan_blocks
 from .modes_report import CELLS, write_modes_report
 from .report import RESULTS
+from .resume import done_keys, drop_keys, partial_keys
 
 KEPT = (
     "run",
@@ -69,30 +69,17 @@ KEPT = (
 
 def done_cells(records: Iterable[dict[str, Any]], requests: int) -> set[Cell]:
     """Cells whose ``requests`` requests (indexes 0..R-1) all have a result line."""
-    seen: dict[Cell, set[int]] = {}
-    for r in records:
-        seen.setdefault(Cell.of(r), set()).add(int(r["request"]))
-    return {cell for cell, got in seen.items() if set(range(requests)) <= got}
+    return done_keys(records, requests, Cell.of)
 
 
 def partial_cells(records: Iterable[dict[str, Any]], requests: int) -> set[Cell]:
     """Cells with some result lines but not all: rerun whole."""
-    records = list(records)
-    return {Cell.of(r) for r in records} - done_cells(records, requests)
+    return partial_keys(records, requests, Cell.of)
 
 
 def drop_cells(path: Path, cells: set[Cell]) -> int:
     """Remove the lines of ``cells`` from ``path`` (atomically); how many went."""
-    records = read_records(path)
-    keep = [r for r in records if Cell.of(r) not in cells]
-    if len(keep) == len(records):
-        return 0
-    tmp = path.with_suffix(".jsonl.tmp")
-    tmp.write_text(
-        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in keep), encoding="utf-8"
-    )
-    tmp.replace(path)
-    return len(records) - len(keep)
+    return drop_keys(path, cells, Cell.of)
 
 
 # -- the world a cell runs in (real servers, or fakes in tests) ---------------------------
@@ -230,31 +217,19 @@ async def run_cell(
     Each line goes to ``sink`` as its answer (or error) comes; latency runs from the send
     (past the gate) to the answer, ``started_s``/``ended_s`` from the cell's start.
     """
-    gate = asyncio.Semaphore(cell.concurrency)
-    cell_start = time.perf_counter()
 
-    async def one(index: int, problem: Problem) -> dict[str, Any]:
-        async with gate:
-            sent = time.perf_counter()
-            try:
-                record = request_line(cell, index, problem, await solver.solve(problem), None)
-            except Exception as exc:  # a failed request is a result, not the end
-                record = request_line(cell, index, problem, None, exc)
-            ended = time.perf_counter()
-            record.update(
-                run=run.label,
-                variant=run.variant,
-                latency_s=ended - sent,
-                started_s=sent - cell_start,
-                ended_s=ended - cell_start,
-                finished_at=datetime.now(UTC).isoformat(),
-            )
-            sink.write(record)
-            if bar is not None:
-                bar.update(1)
-            return record
+    async def ask(index: int, problem: Problem) -> dict[str, Any]:
+        return request_line(cell, index, problem, await solver.solve(problem), None)
 
-    return list(await asyncio.gather(*(one(i, p) for i, p in enumerate(problems))))
+    def line(
+        index: int, problem: Problem, record: dict[str, Any] | None, exc: Exception | None
+    ) -> dict[str, Any]:
+        if record is None:
+            record = request_line(cell, index, problem, None, exc)
+        record.update(run=run.label, variant=run.variant)
+        return record
+
+    return await send_all(problems, cell.concurrency, ask, line, sink, bar)
 
 
 def cell_line(
@@ -327,13 +302,7 @@ async def execute_modes(
         )
     runs = plan.runs
     correct = 0
-    with tqdm(
-        total=len(todo) * plan.requests,
-        desc="bench load",
-        unit="request",
-        disable=not progress,
-        dynamic_ncols=True,
-    ) as bar:
+    with progress_bar(len(todo) * plan.requests, progress) as bar:
         for variant, cells in blocks:
             block_todo = [cell for cell in cells if cell in todo]
             if not block_todo:

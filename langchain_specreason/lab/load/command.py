@@ -34,13 +34,9 @@ reruns a partly done count whole (concurrency is what is measured, so its old li
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
-import json
 import sys
-import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -57,53 +53,39 @@ from ..shared.meta import MetaFile
 from ..shared.prompts import build_prompt
 from ..shared.results import JsonlAppender, read_records
 from ..shared.servers import ServerPair, announce_start
+from .batch import Sink, progress_bar, send_all
 from .flags import DATASET, LoadPlan, build_model, make_plan
 from .flags import add_parser as add_parser  # `bench load`'s flags, imported from here
 from .flags import parse_replicas as parse_replicas
 from .report import RESULTS, write_load_report
 from .report import render_markdown as render_markdown
 from .report import summarise as summarise
+from .resume import done_keys, drop_keys, partial_keys
 
 # -- resume -------------------------------------------------------------------------------
 
 
+def replicas_of(record: Mapping[str, Any]) -> int:
+    """The replica count a result line belongs to."""
+    return int(record["replicas"])
+
+
 def done_replicas(records: Iterable[dict[str, Any]], requests: int) -> set[int]:
     """Replica counts whose ``requests`` requests (indexes 0..R-1) all have a result line."""
-    seen: dict[int, set[int]] = {}
-    for r in records:
-        seen.setdefault(int(r["replicas"]), set()).add(int(r["request"]))
-    return {n for n, got in seen.items() if set(range(requests)) <= got}
+    return done_keys(records, requests, replicas_of)
 
 
 def partial_replicas(records: Iterable[dict[str, Any]], requests: int) -> set[int]:
     """Replica counts with some result lines but not all: rerun whole."""
-    records = list(records)
-    return {int(r["replicas"]) for r in records} - done_replicas(records, requests)
+    return partial_keys(records, requests, replicas_of)
 
 
 def drop_replicas(path: Path, counts: set[int]) -> int:
     """Remove the lines of replica counts ``counts`` from ``path`` (atomically); how many."""
-    records = read_records(path)
-    keep = [r for r in records if int(r["replicas"]) not in counts]
-    if len(keep) == len(records):
-        return 0
-    tmp = path.with_suffix(".jsonl.tmp")
-    tmp.write_text(
-        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in keep), encoding="utf-8"
-    )
-    tmp.replace(path)
-    return len(records) - len(keep)
+    return drop_keys(path, counts, replicas_of)
 
 
 # -- one batch ----------------------------------------------------------------------------
-
-
-class Sink(Protocol):
-    """Where result lines go (:class:`~..shared.results.JsonlAppender`, or a list in tests)."""
-
-    def write(self, record: dict[str, Any]) -> None:
-        """Keep one result line."""
-        ...
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -139,41 +121,23 @@ async def run_batch(
     the send (past the semaphore) to the answer, ``started_s``/``ended_s`` from the batch's
     start. Returns the lines in request order.
     """
-    gate = asyncio.Semaphore(concurrency)
-    batch_start = time.perf_counter()
 
-    async def one(index: int, problem: Problem) -> dict[str, Any]:
-        async with gate:
-            sent = time.perf_counter()
-            record: dict[str, Any] = {
-                "replicas": replicas,
-                "request": index,
-                "problem_id": problem.id,
-            }
-            try:
-                message = await model.ainvoke([HumanMessage(build_prompt(problem))])
-            except Exception as exc:  # a failed request is a result, not the end
-                ended = time.perf_counter()
-                record.update(
-                    ok=False,
-                    error={"type": type(exc).__name__, "message": str(exc)[:500]},
-                    correct=False,
-                )
-            else:
-                ended = time.perf_counter()
-                record.update(ok=True, error=None, **result_fields(message, problem))
+    async def ask(index: int, problem: Problem) -> Any:
+        return await model.ainvoke([HumanMessage(build_prompt(problem))])
+
+    def line(index: int, problem: Problem, message: Any, exc: Exception | None) -> dict[str, Any]:
+        record: dict[str, Any] = {"replicas": replicas, "request": index, "problem_id": problem.id}
+        if exc is not None:
             record.update(
-                latency_s=ended - sent,
-                started_s=sent - batch_start,
-                ended_s=ended - batch_start,
-                finished_at=datetime.now(UTC).isoformat(),
+                ok=False,
+                error={"type": type(exc).__name__, "message": str(exc)[:500]},
+                correct=False,
             )
-            sink.write(record)
-            if bar is not None:
-                bar.update(1)
-            return record
+        else:
+            record.update(ok=True, error=None, **result_fields(message, problem))
+        return record
 
-    return list(await asyncio.gather(*(one(i, p) for i, p in enumerate(problems))))
+    return await send_all(problems, concurrency, ask, line, sink, bar)
 
 
 # -- servers ------------------------------------------------------------------------------
@@ -279,13 +243,7 @@ async def execute(
         flush=True,
     )
     correct = 0
-    with tqdm(
-        total=len(todo) * plan.requests,
-        desc="bench load",
-        unit="request",
-        disable=not progress,
-        dynamic_ncols=True,
-    ) as bar:
+    with progress_bar(len(todo) * plan.requests, progress) as bar:
         for n in todo:
             if n in partial:
                 dropped = drop_replicas(path, {n})

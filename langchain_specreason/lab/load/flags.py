@@ -9,7 +9,7 @@ here, with no call made).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -26,7 +26,7 @@ from ..bench.runner import BenchSettings
 from ..shared.flags import NO_PROGRESS_HELP, add_judge_flag, add_output_flags
 from ..shared.modes import Run
 from ..shared.servers import add_api_key_flag, api_key_of
-from .modes import DEFAULT_LOADS, LOAD_MODES, mode_run, parse_load_modes, parse_loads, variant_of
+from .modes import DEFAULT_LOADS, LOAD_MODES, mode_run, parse_load_modes, variant_of
 
 DATASET = "gsm8k"
 
@@ -157,27 +157,62 @@ def add_parser(subparsers: Any) -> None:
     )
 
 
-def parse_replicas(text: str) -> list[int]:
-    """Replica counts of a comma list (``"1,2"``), in order; ConfigError unless positive ints."""
+def parse_counts(
+    text: str,
+    flag: str,
+    *,
+    empty: str,
+    not_int: str,
+    too_small: str,
+    check: Callable[[int], object] | None = None,
+) -> list[int]:
+    """Distinct whole numbers >= 1 of a comma list, in order; ConfigError naming ``flag``.
+
+    The messages follow ``flag``: ``empty`` for no number, ``not_int`` (``{item}``) for an
+    item that is not an integer, ``too_small`` (``{value}``) for one below 1; ``check`` may
+    refuse a value further before it is kept.
+    """
     items = [part.strip() for part in str(text).split(",")]
     if not any(items):
-        raise ConfigError("--replicas needs at least one replica count, such as 1,2")
+        raise ConfigError(f"{flag} {empty}")
     counts: list[int] = []
     for item in items:
         try:
             value = int(item)
         except ValueError:
-            raise ConfigError(
-                f"--replicas must be a comma list of positive integers, such as "
-                f"1,2; {item!r} is not an integer"
-            ) from None
+            raise ConfigError(f"{flag} {not_int.format(item=item)}") from None
         if value < 1:
-            raise ConfigError(f"--replicas must be positive integers, got {value}")
-        check_replicas(value)
+            raise ConfigError(f"{flag} {too_small.format(value=value)}")
+        if check is not None:
+            check(value)
         if value in counts:
-            raise ConfigError(f"--replicas names {value} twice")
+            raise ConfigError(f"{flag} names {value} twice")
         counts.append(value)
     return counts
+
+
+def parse_replicas(text: str) -> list[int]:
+    """Replica counts of a comma list (``"1,2"``), in order; ConfigError unless positive ints."""
+    return parse_counts(
+        text,
+        "--replicas",
+        empty="needs at least one replica count, such as 1,2",
+        not_int="must be a comma list of positive integers, such as 1,2; {item!r} is not an "
+        "integer",
+        too_small="must be positive integers, got {value}",
+        check=check_replicas,
+    )
+
+
+def parse_loads(text: str, *, flag: str = "--concurrency") -> list[int]:
+    """Loads of a comma list (``"1,2,4,8"``), in order; ConfigError unless distinct ints >= 1."""
+    return parse_counts(
+        text,
+        flag,
+        empty="needs at least one load, such as 1,2,4,8",
+        not_int="must be a comma list of whole numbers, such as 1,2,4,8; {item!r} is not one",
+        too_small="must be at least 1, got {value}",
+    )
 
 
 @dataclass(frozen=True)

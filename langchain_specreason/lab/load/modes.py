@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...config import config_default
-from ...errors import ConfigError
 from ...judges.registry import threshold_field
 from ..shared.modes import Run, expand_runs, parse_choices
 
@@ -63,28 +62,6 @@ class Cell:
 def parse_load_modes(text: str) -> list[str]:
     """Load modes of a comma list, in order, duplicates removed; ConfigError naming the known."""
     return parse_choices(text, LOAD_MODES, noun="mode")
-
-
-def parse_loads(text: str, *, flag: str = "--concurrency") -> list[int]:
-    """Loads of a comma list (``"1,2,4,8"``), in order; ConfigError unless distinct ints >= 1."""
-    items = [part.strip() for part in str(text).split(",")]
-    if not any(items):
-        raise ConfigError(f"{flag} needs at least one load, such as 1,2,4,8")
-    loads: list[int] = []
-    for item in items:
-        try:
-            value = int(item)
-        except ValueError:
-            raise ConfigError(
-                f"{flag} must be a comma list of whole numbers, such as 1,2,4,8; "
-                f"{item!r} is not one"
-            ) from None
-        if value < 1:
-            raise ConfigError(f"{flag} must be at least 1, got {value}")
-        if value in loads:
-            raise ConfigError(f"{flag} names {value} twice")
-        loads.append(value)
-    return loads
 
 
 def mode_run(mode: str, judge: str, threshold: float | None = None) -> Run:

@@ -10,7 +10,6 @@ gauges. ``latency_goodput.png``: p50 latency and goodput against load, one line 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from ..bench.report import fmt, settings_lines
 from ..shared.results import read_records
 from ..shared.stats import mcnemar, paired_ratio, wilson
 from .modes import LOAD_MODES, REFERENCE, Cell
-from .report import RESULTS, SUMMARY_JSON, SUMMARY_MD, read_meta, summarise_replicas
+from .report import RESULTS, SUMMARY_JSON, SUMMARY_MD, pyplot, read_meta, summarise_replicas
 
 CELLS = "cells.jsonl"
 LOAD_PLOT = "latency_goodput.png"
@@ -200,16 +199,8 @@ def render_modes_markdown(summary: Mapping[str, Any], meta: Mapping[str, Any] | 
 
 def plot_modes(summary: Mapping[str, Any], path: Path) -> Path | None:
     """p50 latency and goodput against load, one line per mode (``None`` without matplotlib)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print(
-            "warning: plots need matplotlib: pip install 'langchain-specreason[bench]'",
-            file=sys.stderr,
-        )
+    plt = pyplot()
+    if plt is None:
         return None
     fig, (lat, good) = plt.subplots(1, 2, figsize=(10, 4.2), dpi=120)
     for mode in summary["modes"]:

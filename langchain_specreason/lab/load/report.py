@@ -138,11 +138,8 @@ def render_markdown(summary: dict[str, Any], meta: dict[str, Any] | None = None)
     return "\n".join(out) + "\n"
 
 
-def plot_latency(records: Sequence[dict[str, Any]], path: Path) -> Path | None:
-    """Sorted latencies (empirical CDF over all requests sent), one line per replica count.
-
-    ``None`` (and a warning) when matplotlib is missing.
-    """
+def pyplot() -> Any | None:
+    """The pyplot of matplotlib on the Agg backend; ``None`` (and a warning) when it is missing."""
     try:
         import matplotlib
 
@@ -153,6 +150,17 @@ def plot_latency(records: Sequence[dict[str, Any]], path: Path) -> Path | None:
             "warning: plots need matplotlib: pip install 'langchain-specreason[bench]'",
             file=sys.stderr,
         )
+        return None
+    return plt
+
+
+def plot_latency(records: Sequence[dict[str, Any]], path: Path) -> Path | None:
+    """Sorted latencies (empirical CDF over all requests sent), one line per replica count.
+
+    ``None`` (and a warning) when matplotlib is missing.
+    """
+    plt = pyplot()
+    if plt is None:
         return None
     by_n: dict[int, list[float]] = {}
     sent: dict[int, int] = {}
