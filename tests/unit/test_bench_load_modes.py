@@ -615,3 +615,14 @@ async def test_given_urls_give_each_variant_its_base_server(tmp_path):
     )
     assert isinstance(solver, load_cells.LoadSolver) and solver.config.budget == 256
     assert await solver.prefill_floor([], []) is None  # no /tokenize calls under load
+
+
+def test_dev_problems_for_choosing_a_setting_are_their_own_folder_kind(tmp_path):
+    """``--dataset gsm8k-train``: the plan reads GSM8K train (dev) and says so in meta.json, so a
+    dev folder is never resumed as a test table (or the other way round)."""
+    argv = [*URLS, *VARIANT_URLS, "--modes", "base,sd", "--out", str(tmp_path)]
+    dev = plan_of(*argv, "--dataset", "gsm8k-train")
+    test = plan_of(*argv)
+    assert dev.dataset == "gsm8k-train" and test.dataset == "gsm8k"
+    assert dev.meta_settings["split"] == "train" and test.meta_settings["split"] == "test"
+    assert dev.meta_settings["dataset"] == test.meta_settings["dataset"] == "gsm8k"

@@ -54,7 +54,7 @@ from ..shared.prompts import build_prompt
 from ..shared.results import JsonlAppender, read_records
 from ..shared.servers import ServerPair, announce_start
 from .batch import Sink, progress_bar, send_all
-from .flags import DATASET, LoadPlan, build_model, make_plan
+from .flags import LoadPlan, build_model, make_plan
 from .flags import add_parser as add_parser  # `bench load`'s flags, imported from here
 from .flags import parse_replicas as parse_replicas
 from .report import RESULTS, write_load_report
@@ -267,7 +267,7 @@ async def execute(
 async def run_load(args: argparse.Namespace) -> int:
     """``specreason bench load``: returns the process exit code."""
     plan = make_plan(args)
-    problems = load_problems(DATASET, limit=plan.requests, seed=args.seed, offset=plan.offset)
+    problems = load_problems(plan.dataset, limit=plan.requests, seed=args.seed, offset=plan.offset)
     if plan.modes:
         from .cells import execute_modes
 

@@ -93,14 +93,21 @@ def add_parser(subparsers: Any) -> None:
         type=int,
         default=LOAD_DEFAULTS["requests"],
         help="requests per cell (mode at a load) or per replica count: one run each on "
-        "GSM8K test problems from --offset, the same problems in every cell (default: "
+        "--dataset problems from --offset, the same problems in every cell (default: "
         f"{LOAD_DEFAULTS['requests']})",
     )
     load.add_argument(
         "--offset",
         type=int,
         default=0,
-        help="skip the first N GSM8K test problems (--offset 200 --requests 16: 201-216)",
+        help="skip the first N problems of --dataset (--offset 200 --requests 16: 201-216)",
+    )
+    load.add_argument(
+        "--dataset",
+        default=DATASET,
+        choices=["gsm8k", "gsm8k-train"],
+        help="the problems: GSM8K test (gsm8k), or GSM8K train (gsm8k-train) to choose a "
+        f"setting on dev problems before a test table (default: {DATASET})",
     )
     load.add_argument(
         "--concurrency",
@@ -241,6 +248,8 @@ class LoadPlan:
     variant_urls: Mapping[str, str] = field(default_factory=dict)
     """With URLs: the base server of each variant (``sd``, ``sd-dyn``)."""
     sample_interval: float = LOAD_DEFAULTS["sample_interval"]
+    dataset: str = DATASET
+    """``gsm8k`` (test) or ``gsm8k-train`` (dev: where settings are chosen)."""
 
     @property
     def explicit(self) -> bool:
@@ -274,7 +283,8 @@ class LoadPlan:
 
         Replica counts, and with ``--modes`` the modes and loads, may grow.
         """
-        out: dict[str, Any] = {"dataset": DATASET, "split": "test"}
+        split = "train" if self.dataset.endswith("-train") else "test"
+        out: dict[str, Any] = {"dataset": self.dataset.removesuffix("-train"), "split": split}
         if self.offset:  # absent: from the start, as older folders
             out["offset"] = self.offset
         out["requests"] = self.requests
@@ -410,6 +420,7 @@ def make_plan(args: argparse.Namespace) -> LoadPlan:
         args.offset,
         variant_urls,
         args.sample_interval,
+        args.dataset,
     )
     # raises ConfigError for a bad budget, temperature, judge, threshold... (no call is made)
     if modes:
