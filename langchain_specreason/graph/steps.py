@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 from ..config import SpecReasonConfig
 from ..endpoint import Completion
@@ -121,6 +121,20 @@ def apply_step(
     elif used >= state.get("budget", config.budget):
         stop = "budget"
     return {"steps": [*steps, record], "tokens_used": used, "pending": None, "stop": stop}
+
+
+def ahead_of(
+    state: SpecReasonState, pending: PendingStep, config: SpecReasonConfig
+) -> SpecReasonState | None:
+    """The state once ``pending`` joins the trace as drafted; None when the trace stops there.
+
+    What the next position is written after, ahead of ``pending``'s verdict.
+    """
+    after = cast(
+        SpecReasonState,
+        {**state, **apply_step(state, step_record(state, pending, "accepted"), config)},
+    )
+    return after if next_node(after, config) == "verify" else None
 
 
 def next_node(state: SpecReasonState, config: SpecReasonConfig) -> str:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from typing import cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
@@ -42,7 +41,7 @@ from ...judges import Rewrite
 from ...state import PendingStep, SpecReasonState
 from ..drafting import write_draft
 from ..parts import Parts, Round
-from ..steps import apply_step, next_node, step_finish, step_record
+from ..steps import ahead_of, step_finish
 from ..tracing import completion_outputs, served_model, traced_call
 
 
@@ -164,15 +163,6 @@ class _Work:
     draft_ready: list[float] = dataclasses.field(default_factory=list)
 
 
-def _with(parts: Parts, state: SpecReasonState, pending: PendingStep) -> SpecReasonState | None:
-    """The state once ``pending`` joins the trace; None when the trace would stop there."""
-    after = cast(
-        SpecReasonState,
-        {**state, **apply_step(state, step_record(state, pending, "accepted"), parts.config)},
-    )
-    return after if next_node(after, parts.config) == "verify" else None
-
-
 async def _base_step(
     parts: Parts, state: SpecReasonState, config: RunnableConfig, index: int
 ) -> Completion:
@@ -210,7 +200,7 @@ async def _draft_ahead(
                 )
             )
             work.drafts[position].set_result(pending)
-            following = _with(parts, state, pending) if pending["text"].strip() else None
+            following = ahead_of(state, pending, parts.config) if pending["text"].strip() else None
             if following is None or position + 1 == parts.config.steps_ahead:
                 break
             state = following

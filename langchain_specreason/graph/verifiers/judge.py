@@ -13,7 +13,6 @@ import contextlib
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
@@ -25,7 +24,7 @@ from ...judges import Judge, StepContext, Verdict
 from ...state import PendingStep, SpecReasonState
 from ..drafting import write_draft
 from ..parts import Parts, Round
-from ..steps import apply_step, next_node, step_record, step_texts
+from ..steps import ahead_of, step_texts
 from ..tracing import Traced, served_model, traced_call
 
 
@@ -139,11 +138,8 @@ async def _draft_ahead(
     parts: Parts, state: SpecReasonState, config: RunnableConfig, pending: PendingStep
 ) -> PendingStep | None:
     """The next draft step as if ``pending`` is accepted (None when the trace would stop)."""
-    accepted = cast(
-        SpecReasonState,
-        {**state, **apply_step(state, step_record(state, pending, "accepted"), parts.config)},
-    )
-    if next_node(accepted, parts.config) != "verify":
+    accepted = ahead_of(state, pending, parts.config)
+    if accepted is None:
         return None
     step, _ = await write_draft(
         parts, accepted, config, len(accepted.get("steps") or []), lookahead=True
