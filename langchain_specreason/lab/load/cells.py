@@ -24,7 +24,6 @@ from typing import Any, Protocol
 from tqdm import tqdm
 
 from ...endpoint import endpoint_pair
-from ...errors import ConfigError
 from ..bench.metrics import ServerCounters
 from ..bench.runner import Solver
 from ..shared.datasets import Problem
@@ -266,12 +265,7 @@ async def execute_modes(
     progress: bool = True,
 ) -> list[Path]:
     """Run every cell not yet done, one server block at a time; write the report."""
-    if len(problems) < plan.requests:
-        raise ConfigError(
-            f"--requests {plan.requests}: the dataset has only {len(problems)} problems "
-            "from --offset"
-        )
-    problems = list(problems[: plan.requests])
+    problems = plan.first_problems(problems)
     meta = MetaFile(plan.out, plan.meta_settings)
     meta.save()
     path, cells_path = plan.out / RESULTS, plan.out / CELLS

@@ -44,7 +44,6 @@ from langchain_core.messages import HumanMessage
 from tqdm import tqdm
 
 from ...chat_model import ChatSpecReason
-from ...errors import ConfigError
 from ...serving.launcher import Launcher
 from ...serving.profiles import load_profile
 from ..shared.datasets import Problem, load_problems
@@ -215,11 +214,7 @@ async def execute(
     progress: bool = True,
 ) -> list[Path]:
     """Run every replica count not yet done, one set of servers at a time; write the report."""
-    if len(problems) < plan.requests:
-        raise ConfigError(
-            f"--requests {plan.requests}: the dataset has only {len(problems)} problems"
-        )
-    problems = list(problems[: plan.requests])
+    problems = plan.first_problems(problems)
     meta = MetaFile(plan.out, plan.meta_settings)
     meta.save()
     path = plan.out / RESULTS

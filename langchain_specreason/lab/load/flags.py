@@ -9,7 +9,7 @@ here, with no call made).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -23,6 +23,7 @@ from ...errors import ConfigError
 from ...serving.profiles import load_profile
 from ...serving.replicas import check_replicas, plan_replicas, router_executable
 from ..bench.runner import BenchSettings
+from ..shared.datasets import Problem
 from ..shared.flags import NO_PROGRESS_HELP, add_judge_flag, add_output_flags
 from ..shared.modes import Run
 from ..shared.servers import add_api_key_flag, api_key_of
@@ -250,6 +251,15 @@ class LoadPlan:
     sample_interval: float = LOAD_DEFAULTS["sample_interval"]
     dataset: str = DATASET
     """``gsm8k`` (test) or ``gsm8k-train`` (dev: where settings are chosen)."""
+
+    def first_problems(self, problems: Sequence[Problem]) -> list[Problem]:
+        """The ``requests`` problems every cell (or replica count) runs; ConfigError if fewer."""
+        if len(problems) < self.requests:
+            raise ConfigError(
+                f"--requests {self.requests}: the dataset has only {len(problems)} problems "
+                "from --offset"
+            )
+        return list(problems[: self.requests])
 
     @property
     def explicit(self) -> bool:
