@@ -98,6 +98,7 @@ def test_folds_keep_problems_whole_and_are_seeded(tmp_path):
         problem_folds(steps, 8)
 
 
+@pytest.mark.needs_transformers
 def test_the_text_is_cut_from_the_left(tmp_path):
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
@@ -176,6 +177,7 @@ def tiny_model(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.needs_transformers
 def test_cross_validation_end_to_end_on_a_tiny_model(tmp_path):
     rows = [
         rollout(f"p{p}", i, 0.5 if i == 1 else 0.0, harmful=i == 1)
