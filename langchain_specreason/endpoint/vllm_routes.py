@@ -120,8 +120,12 @@ async def tokenize(
     )
     try:
         return [int(t) for t in resp["tokens"]]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise EndpointError(name, base_url, f"/tokenize answered without tokens: {exc!r}") from None
+    except (KeyError, TypeError, ValueError):
+        raise EndpointError(
+            name,
+            base_url,
+            f"malformed reply: /tokenize answered without tokens ({str(resp)[:60]!r})",
+        ) from None
 
 
 async def prompt_logprobs(

@@ -222,3 +222,11 @@ async def test_the_concurrency_slot_is_released_while_a_call_waits_to_retry():
     assert second.text == "free" and loop.time() - start < 0.5  # not queued behind the wait
     assert (await first).text == "busy"
     assert order == ["busy", "free", "busy"]
+
+
+async def test_an_html_page_from_tokenize_is_a_malformed_reply():
+    """A proxy's HTML page where ``/tokenize`` should answer (the ``start`` node's count of the
+    conversation) says what it is, as a chat call's would."""
+    html = httpx2.Response(200, text="<html>proxy</html>", headers={"content-type": "text/html"})
+    with pytest.raises(EndpointError, match=r"malformed reply: /tokenize answered without tokens"):
+        await endpoint(html, "draft").count_tokens([{"role": "user", "content": "hi"}])
