@@ -62,8 +62,10 @@ def test_a_quick_probe_writes_its_summary_plot_and_verdict(servers, tmp_path):
     assert c["named"]["judge_full"] == pytest.approx(1 / (c["c"] + c["v"]))
     assert "agree_k1" in c["named"] and "sd" not in c["named"]
     assert doc["verdict"]["reference"] == "base"
+    # no sd server was probed: the printed tune command leaves out the sd settings
     assert doc["verdict"]["tune_command"].startswith(
-        f"specreason tune --draft-url {servers.draft_url} --base-url {servers.base_url} --probe"
+        f"specreason tune --draft-url {servers.draft_url} --base-url {servers.base_url} "
+        "--no-sd-settings --probe"
     )
     assert "verdict: " in done.stdout and "judge, every step accepted" in done.stdout
     assert doc["tune"]["plain"]["any_judge"] == pytest.approx(1 / c["c"])
