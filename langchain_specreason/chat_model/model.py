@@ -60,8 +60,10 @@ class ChatSpecReason(CancellingBatches, TokenCounting):
     rewrites only the steps the judge rejects; then the base model writes the answer. The
     default judge, `arithmetic+likelihood`, recomputes the step's arithmetic, then keeps it
     when the base model's log-probability of its tokens (one forward pass) is at least
-    `likelihood_threshold`; `judge="score"` with `threshold` is the paper's 0-9 rating. With `verify="agree"` the base model writes its own step at each drafted
-    position instead, in one parallel batch, and a draft step is kept where the two agree.
+    `likelihood_threshold`; `judge="score"` with `threshold` is the paper's 0-9 rating. With
+    `verify="agree"` the base model writes its own step at each drafted position instead, each
+    request sent as soon as its prefix is known (pipelined behind the draft), and a draft step
+    is kept where the two agree.
     Drop it in wherever a chat model goes: chains, RAG, LangGraph agents.
 
     ???+ info "Setup"
