@@ -8,6 +8,7 @@ The router is served by vLLM as a sequence classifier (``--runner pooling``, ans
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from ..endpoint import Classifier
@@ -32,13 +33,19 @@ class RouterJudge:
         tau: float = 0.5,
         max_tokens: int = ROUTER_MAX_TOKENS,
         tag_authors: bool = True,
+        logit_offset: float = 0.0,
     ) -> None:
         if not 0.0 <= tau <= 1.0:
             raise ConfigError(f"router tau must be a probability in [0, 1], got {tau}")
+        if not math.isfinite(logit_offset):
+            raise ConfigError(f"router logit_offset must be finite, got {logit_offset}")
         self.router = router
         self.tau = tau
         self.max_tokens = max_tokens
         self.tag_authors = tag_authors
+        self.logit_offset = logit_offset
+        """Added to the served logit of ``escalate``: the constant a frozen-feature router's
+        bias-free head cannot hold (``router.json``'s ``logit_offset``; 0 when fine-tuned)."""
 
     @classmethod
     def from_folder(
@@ -56,6 +63,7 @@ class RouterJudge:
             tau=tau,
             max_tokens=int(meta.get("max_tokens", ROUTER_MAX_TOKENS)),
             tag_authors=bool(meta.get("tag_authors", True)),
+            logit_offset=float(meta.get("logit_offset", 0.0)),
         )
 
     async def judge(self, ctx: StepContext) -> Verdict:
@@ -68,6 +76,8 @@ class RouterJudge:
         out = await self.router.classify([text], truncate=self.max_tokens)
         probs = out.probs[0]
         p = probs[1] if len(probs) > 1 else probs[0]
+        if self.logit_offset:
+            p = shifted(p, self.logit_offset)
         return Verdict(
             score=1.0 - p,
             accept=p < self.tau,
@@ -75,3 +85,10 @@ class RouterJudge:
             prompt_tokens=out.prompt_tokens,
             detail={"p_escalate": round(p, 5), "tau": self.tau},
         )
+
+
+def shifted(p: float, offset: float) -> float:
+    """``sigmoid(logit(p) + offset)``: a probability with ``offset`` added to its logit."""
+    p = min(max(p, 1e-12), 1.0 - 1e-12)
+    z = math.log(p) - math.log1p(-p) + offset
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))

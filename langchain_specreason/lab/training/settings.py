@@ -34,6 +34,10 @@ class OracleSettings(Settings):
 class TrainSettings(Settings):
     """How ``arbitrage train`` fine-tunes the router (recorded in ``router.json``)."""
 
+    method: Literal["fine-tune", "frozen"] = "fine-tune"
+    """fine-tune: the whole model with a new two-label head (the epochs, learning rate and
+    batch apply); frozen: the base model's last hidden state read once per step, a logistic
+    head fitted on it (L2 chosen by cross-validation), many times cheaper on CPU."""
     margin: float = 0.0
     """Label a step 1 (escalate) when the base step's advantage exceeds this."""
     epochs: int = Field(default=3, ge=1)

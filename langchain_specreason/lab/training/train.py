@@ -136,6 +136,8 @@ def train_router(
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"router output {out} is a file; pass a folder")
+    if settings.method == "frozen":
+        return _train_frozen(labels, out, base_model, settings, progress)
     plan = _plan(labels, settings.margin, settings.held_out, settings.seed)
     with _torch_threads(settings.threads), _progress_bars(progress):
         return _train(
@@ -146,6 +148,39 @@ def train_router(
             tag_authors=tag_authors,
             progress=progress,
         )
+
+
+def _train_frozen(
+    labels: Sequence[LabelledStep],
+    out: Path,
+    base_model: Path,
+    settings: TrainSettings,
+    progress: bool,
+) -> TrainReport:
+    """:func:`~.frozen.train_frozen` on every step (no held-out split), as a report."""
+    from .frozen import train_frozen
+
+    ys = [label_of(step, settings.margin) for step in labels]
+    counts = _counts(ys)
+    _check_two_classes(counts, settings.margin)
+    with _torch_threads(settings.threads), _progress_bars(progress):
+        fit = train_frozen(labels, out, base_model=base_model, settings=settings, progress=progress)
+    return TrainReport(
+        out=out,
+        class_counts=counts,
+        train_counts_before=counts,
+        train_counts_after=counts,
+        held_out_counts={"keep": 0, "escalate": 0},
+        train_problems=len({step["problem_id"] for step in labels}),
+        held_out_problems=0,
+        steps=0,
+        first_loss=None,
+        last_loss=None,
+        spearman=None,
+        accuracy=None,
+        eval_loss=None,
+        metrics=fit,
+    )
 
 
 @dataclass
@@ -565,6 +600,7 @@ def predict(
     saved = _read_router_config(model_dir)
     max_tokens = int(saved.get("max_tokens", ROUTER_MAX_TOKENS))
     tag_authors = bool(saved.get("tag_authors", True))
+    offset = float(saved.get("logit_offset", 0.0))
     tokenizer = _tokenizer(model_dir)
     model = AutoModelForSequenceClassification.from_pretrained(model_dir, dtype=torch.float32)
     model.config.pad_token_id = tokenizer.pad_token_id
@@ -580,8 +616,8 @@ def predict(
                 padding=True,
                 return_tensors="pt",
             )
-            probs = torch.softmax(model(**enc).logits.float(), dim=-1)
-            out += [float(p) for p in probs[:, 1]]
+            logits = model(**enc).logits.float()
+            out += [float(p) for p in torch.sigmoid(logits[:, 1] - logits[:, 0] + offset)]
     return out
 
 
@@ -611,6 +647,13 @@ def cross_validate(
     (resumable). Returns every line.
     """
     out = Path(out)
+    if settings.method == "frozen":
+        from .frozen import cross_validate_frozen
+
+        base_model = _check_model_dir(base_model)
+        return cross_validate_frozen(
+            labels, out, base_model=base_model, settings=settings, folds=folds, progress=progress
+        )
     out.mkdir(parents=True, exist_ok=True)
     path = out / OUT_OF_FOLD
     fold_of = problem_folds(labels, folds, settings.seed)
