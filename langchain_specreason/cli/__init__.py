@@ -43,6 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--only", choices=["draft", "base", "router"], help="start one server only")
     serve.add_argument(
+        "--keep-profile-cores",
+        action="store_true",
+        help="CPU: a server started alone keeps its profile's cores (default: it also gets the "
+        "other role's when nothing listens on that role's port; serve/README.md, Cores)",
+    )
+    serve.add_argument(
         "--with-router",
         action="store_true",
         help="also start the profile's Arbitrage router server",
@@ -356,6 +362,7 @@ def serve_launcher(args: argparse.Namespace) -> Launcher:
         max_restarts=args.max_restarts,
         # replicas start one at a time, each warmed before the next: no stacked peaks
         one_at_a_time=args.replicas > 1,
+        keep_profile_cores=args.keep_profile_cores,
     )
     launcher.check_exposure()
     return launcher

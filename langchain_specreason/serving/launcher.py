@@ -22,6 +22,13 @@ starts (:class:`~langchain_specreason.errors.MemoryPlanError`). With ``one_at_a_
 server is started, waited for and warmed with one one-token completion before the next starts,
 so no two start-ups and first-request compiles stack their memory peaks.
 
+Cores (CPU profiles, :mod:`.cores`): a draft or base server started without the other gets
+both roles' cores unless the other runs here already or ``keep_profile_cores=True``; the
+binding is said on stderr at start, and checked (a core the machine lacks, a draft and a base
+sharing one: :class:`~langchain_specreason.errors.ConfigError`) before anything starts.
+``<log_dir>/meta.json`` records what each started server runs with (its cores, command line,
+the profile's environment and overrides; secrets redacted), one entry per server label.
+
 :meth:`Launcher.supervise` restarts a server that died (a single server, a replica or a router)
 with exponential back-off, up to ``max_restarts`` times each (a count reset after a healthy
 period), saying so on stderr; the others keep running. A replica past its restarts is dropped
@@ -32,6 +39,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -49,6 +57,7 @@ from . import supervision
 from .catalog import CATALOG
 from .commands import resolve_model, server_command, server_env
 from .commands import router_dir as router_dir
+from .cores import binding, check_cores
 from .fetch import cache_root
 from .memory import (
     MemoryPlan,
@@ -65,7 +74,7 @@ from .memory import (
     weight_bytes,
 )
 from .processes import _Running, check_port_free, kill_group, popen, wait_healthy
-from .profiles import Profile, Role, ServerSpec
+from .profiles import Profile, Role, ServerSpec, bind_cores
 from .replicas import (
     DEFAULT_POLICY,
     ReplicaPlan,
@@ -74,7 +83,7 @@ from .replicas import (
     router_command,
     router_executable,
 )
-from .secrets import DEV_MODE_ENV, check_exposure, redact_args, server_key
+from .secrets import DEV_MODE_ENV, check_exposure, redact_args, redact_env, server_key
 
 
 class Launcher:
@@ -98,14 +107,19 @@ class Launcher:
         max_restarts: int = 3,
         restart_backoff: float = 2.0,
         healthy_reset: float | None = None,
+        keep_profile_cores: bool = False,
     ) -> None:
-        self.profile = profile
+        self.profile, self.core_notes = bind_cores(
+            profile, roles, keep_profile_cores=keep_profile_cores
+        )
+        """The profile with the started servers' cores (:func:`.cores.bind_cores`), and the
+        lines that say a lone server's binding (printed at :meth:`start`)."""
         self.roles = roles
         self.plan: ReplicaPlan | None = None
         """The replicas and routers when ``replicas`` > 1 (checked here: ConfigError)."""
         if replicas != 1 or replica_port is not None:
             self.plan = plan_replicas(
-                profile,
+                self.profile,
                 replicas,
                 roles=roles,
                 policy=router_policy,
@@ -151,6 +165,11 @@ class Launcher:
             if not run.public:
                 out.setdefault(run.role, []).append(run.url)
         return out
+
+    @property
+    def meta_path(self) -> Path:
+        """``meta.json`` of the log folder: what the started servers run with, by label."""
+        return self.log_dir / "meta.json"
 
     def log_path(self, role: Role, replica: int | None = None) -> Path:
         """Where the log of the ``role`` server (or its replica ``replica``, from 1) goes."""
@@ -262,6 +281,11 @@ class Launcher:
         """Start the servers and block until each answers ``/health`` (then the routers)."""
         specs = self._specs()
         envs = self.check_exposure(specs)
+        if self.profile.device == "cpu":
+            check_cores(
+                (label, spec.role, binding(env))
+                for label, spec, env in zip(self._labels(specs), specs, envs, strict=True)
+            )
         ports = (
             [(s.host, s.port) for s in specs]
             if self.plan is None
@@ -295,6 +319,9 @@ class Launcher:
             else [(r, router_command(r)) for r in self.plan.routers.values()]
         )
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        for note in self.core_notes:
+            print(note, file=sys.stderr, flush=True)
+        self.write_meta(specs, commands)
         atexit.register(self.stop)
         try:
             for spec, cmd, env, label in zip(
@@ -338,6 +365,35 @@ class Launcher:
             self.stop()
             raise
         return self
+
+    def write_meta(self, specs: list[ServerSpec], commands: list[list[str]]) -> None:
+        """Record each server of ``specs`` in :attr:`meta_path`, over its label's last entry.
+
+        Entries of servers started by another launcher with the same log folder are kept.
+        """
+        record: dict[str, Any] = {}
+        with contextlib.suppress(OSError, ValueError):
+            record = json.loads(self.meta_path.read_text())
+        servers: dict[str, Any] = {}
+        if isinstance(record, dict) and isinstance(record.get("servers"), dict):
+            servers = record["servers"]
+        else:
+            record = {}
+        now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        for label, spec, cmd in zip(self._labels(specs), specs, commands, strict=True):
+            servers[label] = {
+                "started_at": now,
+                "profile": self.profile.name,
+                "variant": self.profile.variant,
+                "role": spec.role,
+                "url": spec.url,
+                "model": spec.model,
+                "cores": binding(spec.env),
+                "command": redact_args(cmd),
+                "env": redact_env(dict(spec.env)),
+            }
+        record["servers"] = servers
+        self.meta_path.write_text(json.dumps(record, indent=2) + "\n")
 
     def _spawn(
         self,

@@ -11,12 +11,22 @@ A profile is a TOML file in ``serve/profiles/`` (shipped inside the wheel as pac
     served_name = "smollm2-135m"
     port = 8101
     args = ["--max-model-len", "4096", ...]
-    env = { VLLM_CPU_OMP_THREADS_BIND = "0" }
+    env = { VLLM_CPU_KVCACHE_SPACE = "1" }
+    cores = "0"               # CPU: the cores its vLLM threads run on (VLLM_CPU_OMP_THREADS_BIND)
 
     [variants.sd.base]        # `--variant sd` appends these args to the base server
     args = ["--speculative-config", '{"method":"draft_model","model":"{model:qwen2.5-coder-0.5b}"}']
 
 ``{model:NAME}`` inside an argument expands to the fetched folder of catalog model NAME.
+
+Cores (CPU profiles): each server's ``cores`` (``"0"``, ``"0-1"``, ``"0,2-3"``) becomes its
+``VLLM_CPU_OMP_THREADS_BIND`` (say it once: not both). The draft and the base get cores of their
+own when both run; **a draft or base server started alone gets both roles' cores** (``--only
+base``: the base on the draft's core too) unless the other role's server runs here already (its
+port listens) or ``--keep-profile-cores`` is given; the router keeps its own (the draft's).
+A binding set with ``--draft-env``/``--base-env VLLM_CPU_OMP_THREADS_BIND=...`` is used as
+given. A core the machine does not have, or a draft and a base sharing one, is refused before
+anything starts (:mod:`.cores`).
 
 An optional ``[router]`` section describes the Arbitrage router server (a classifier served
 with ``--runner pooling``); it starts only when asked for (``specreason serve --with-router``,
@@ -31,11 +41,13 @@ hands it to every server of every profile through the server's environment.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
 from ..errors import ConfigError, ServeError
+from .cores import BIND_ENV, describe_cores, format_cores, listening, machine_cores, parse_cores
 from .secrets import redact_args, redact_env
 
 Role = Literal["draft", "base", "router"]
@@ -56,13 +68,16 @@ class ServerSpec:
     """Extra vLLM flags (same as ``vllm serve``)."""
     env: tuple[tuple[str, str], ...] = ()
     """Extra environment variables for the server process."""
+    cores: str | None = None
+    """CPU cores the profile gives the server (also its ``VLLM_CPU_OMP_THREADS_BIND``), as
+    ``0-1``; None: not declared, or the binding was set by hand."""
 
     def __repr__(self) -> str:  # secrets in args or env never show in a traceback or a log
         return (
             f"ServerSpec(role={self.role!r}, model={self.model!r}, "
             f"served_name={self.served_name!r}, port={self.port!r}, host={self.host!r}, "
             f"args={tuple(redact_args(self.args))!r}, "
-            f"env={tuple(redact_env(dict(self.env)).items())!r})"
+            f"env={tuple(redact_env(dict(self.env)).items())!r}, cores={self.cores!r})"
         )
 
     @property
@@ -156,6 +171,7 @@ def load_profile(
         args = list(section.get("args", []))
         if variant is not None:
             args += list(variants[variant].get(role, {}).get("args", []))
+        env, cores = _env_and_cores(path.stem, role, device, section)
         spec = ServerSpec(
             role=role,
             model=str(section["model"]),
@@ -163,7 +179,8 @@ def load_profile(
             port=int(section["port"]),
             host=section.get("host", "127.0.0.1"),
             args=tuple(str(a) for a in args),
-            env=tuple((str(k), str(v)) for k, v in section.get("env", {}).items()),
+            env=env,
+            cores=cores,
         )
         servers[role] = spec
     overrides: dict[str, dict[str, object]] = {"draft": {}, "base": {}}
@@ -182,6 +199,8 @@ def load_profile(
             overrides[role]["args"] = servers[role].args + tuple(extra_args[role])
         if extra_env and extra_env.get(role):
             overrides[role]["env"] = tuple({**dict(servers[role].env), **extra_env[role]}.items())
+            if BIND_ENV in extra_env[role]:  # bound by hand: the user's, not the profile's
+                overrides[role]["cores"] = None
         servers[role] = replace(servers[role], **overrides[role])  # type: ignore[arg-type]
     if (
         servers["draft"].port == servers["base"].port
@@ -193,6 +212,7 @@ def load_profile(
     if section is not None:
         if not isinstance(section, dict) or "model" not in section or "port" not in section:
             raise ConfigError(f"profile {path.stem!r}: [router] needs at least model and port")
+        env, cores = _env_and_cores(path.stem, "router", device, section)
         router = ServerSpec(
             role="router",
             model=router_model or str(section["model"]),
@@ -200,7 +220,8 @@ def load_profile(
             port=router_port or int(section["port"]),
             host=host or section.get("host", "127.0.0.1"),
             args=tuple(str(a) for a in section.get("args", [])),
-            env=tuple((str(k), str(v)) for k, v in section.get("env", {}).items()),
+            env=env,
+            cores=cores,
         )
         if router.port in (servers["draft"].port, servers["base"].port):
             raise ConfigError(f"the router cannot share port {router.port} with another server")
@@ -217,3 +238,78 @@ def load_profile(
         variants=tuple(variants),
         router=router,
     )
+
+
+def _env_and_cores(
+    profile: str, role: str, device: str, section: dict[str, object]
+) -> tuple[tuple[tuple[str, str], ...], str | None]:
+    """A server section's environment, with its ``cores`` as ``VLLM_CPU_OMP_THREADS_BIND``."""
+    raw_env = section.get("env", {})
+    env = {str(k): str(v) for k, v in (raw_env.items() if isinstance(raw_env, dict) else ())}
+    if "cores" not in section:
+        return tuple(env.items()), None
+    if device != "cpu":
+        raise ConfigError(f"profile {profile!r}: [{role}] cores is for CPU profiles")
+    if BIND_ENV in env:
+        raise ConfigError(
+            f"profile {profile!r}: [{role}] gives its cores twice (cores and {BIND_ENV})"
+        )
+    what = f"profile {profile!r}: [{role}] cores"
+    if "|" in str(section["cores"]):
+        raise ConfigError(f"{what} is one list (no '|')")
+    cores = format_cores(parse_cores(str(section["cores"]), what=what))
+    return (*env.items(), (BIND_ENV, cores)), cores
+
+
+def _running(spec: ServerSpec) -> bool:
+    return listening(spec.host, spec.port)
+
+
+def bind_cores(
+    profile: Profile,
+    roles: Sequence[Role],
+    *,
+    keep_profile_cores: bool = False,
+    running: Callable[[ServerSpec], bool] = _running,
+) -> tuple[Profile, list[str]]:
+    """The profile with the cores of the servers of ``roles``, and the lines that say so.
+
+    The rule (CPU profiles whose draft and base both declare ``cores``): a draft or base server
+    started without the other gets both roles' cores, unless ``keep_profile_cores`` or the
+    other role's server runs already (``running(spec)``; default: something listens on its
+    port here, so its cores are taken). Both roles, the router alone, a GPU profile: as
+    declared.
+    """
+    started = [r for r in ("draft", "base") if r in roles]
+    if profile.device != "cpu" or len(started) != 1:
+        return profile, []
+    role: Role = "draft" if started[0] == "draft" else "base"
+    other: Role = "base" if role == "draft" else "draft"
+    spec, peer = getattr(profile, role), getattr(profile, other)
+    if spec.cores is None or peer.cores is None:
+        return profile, []
+    own, free = parse_cores(spec.cores), parse_cores(peer.cores)
+    if keep_profile_cores:
+        return profile, [
+            f"cores: {role} on the profile's {describe_cores(own)} (--keep-profile-cores)"
+        ]
+    if running(peer):
+        return profile, [
+            f"cores: {role} on the profile's {describe_cores(own)}: the {other} server's port "
+            f"{peer.port} is in use, so its {describe_cores(free)} is not free"
+        ]
+    union = own | free
+    if union == own:
+        return profile, []
+    whole = ", the whole machine" if union == machine_cores() else ""
+    widened = replace(
+        spec,
+        cores=format_cores(union),
+        env=tuple({**dict(spec.env), BIND_ENV: format_cores(union)}.items()),
+    )
+    note = (
+        f"cores: {role} on {describe_cores(union)}{whole} (its own {format_cores(own)} and the "
+        f"{other} server's {format_cores(free)}: nothing listens on its port {peer.port}); "
+        f"--keep-profile-cores keeps {describe_cores(own)}"
+    )
+    return replace(profile, **{role: widened}), [note]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 
 import pytest
@@ -59,13 +60,18 @@ def test_port_in_use_is_one_line_exit_2(tmp_path):
 
 
 def test_server_dying_during_startup_is_one_line_exit_2(tmp_path):
-    proc = serve_draft(8191, tmp_path, "--draft-model", str(tmp_path / "no-such-model"))
+    # the base's port moved to a free one: the draft started alone gets both roles' cores
+    more = ("--draft-model", str(tmp_path / "no-such-model"), "--base-port", "8192")
+    proc = serve_draft(8191, tmp_path, *more)
     assert proc.returncode == 2
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("error: draft server (no-such-model) exited with code")
     assert f"(full log: {tmp_path / 'draft.log'})" in last
     assert (tmp_path / "draft.log").read_text().strip()
     check_port_free("127.0.0.1", 8191)  # nothing left listening
+    assert "cores: draft on cores 0-1" in proc.stderr
+    meta = json.loads((tmp_path / "meta.json").read_text())["servers"]["draft"]
+    assert (meta["cores"], meta["env"]["VLLM_CPU_OMP_THREADS_BIND"]) == ("0-1", "0-1")
 
 
 @pytest.mark.shutdown

@@ -283,7 +283,7 @@ def test_default_one_replica_starts_the_pair_as_before(spawned, tmp_path):
         ["vllm", "--port", "8102"],
     ]
     assert waits == [["draft", "base"]]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["base.log", "draft.log"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["base.log", "draft.log", "meta.json"]
 
 
 def test_replicas_start_first_then_one_router_per_role(spawned, tmp_path):
@@ -321,7 +321,9 @@ def test_replicas_start_first_then_one_router_per_role(spawned, tmp_path):
         "draft-1.log",
         "draft-2.log",
         "draft-router.log",
+        "meta.json",
     ]
+    assert KEY not in (tmp_path / "meta.json").read_text()
     line = (tmp_path / "base-router.log").read_text()
     assert line.startswith(f"$ {' '.join(MAIN)} --api-key-validation-urls")  # a key: guarded
     assert KEY not in line
