@@ -54,6 +54,7 @@ def parsing_server(tmp_path_factory):
     tokenizer = thinking_tokenizer(tmp_path_factory.mktemp("think-tokenizer"))
     serve = start_serve(
         *("cpu-test", "--only", "draft", "--draft-port", str(PORT)),
+        "--keep-profile-cores",  # beside the suite's pair (other ports): the draft's core only
         *("--draft-env", "VLLM_CPU_KVCACHE_SPACE=", KV),
         f"--draft-arg=--tokenizer={tokenizer}",
         "--draft-arg=--reasoning-parser=deepseek_r1",
