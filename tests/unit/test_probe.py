@@ -143,7 +143,8 @@ def test_verdict_against_sd_names_what_beats_it_and_says_tune_is_worth_it():
     assert said.tune_worth
     text = report.verdict_text(said, "specreason tune --probe x")
     assert text.startswith(
-        "can beat sd (1.80x the base) by more than the probe's noise (\u00b13%): "
+        "One request at a time: can beat sd (1.80x the base) by more than the probe's noise "
+        "(\u00b13%): "
         "judge, every step accepted (1.88x)."
     )
     assert "tune is worth running" in text and "specreason tune --probe x" in text
@@ -156,7 +157,8 @@ def test_verdict_with_the_default_band_says_a_4_percent_edge_is_within_the_noise
     assert not said.tune_worth
     text = report.verdict_text(said, "specreason tune --probe x")
     assert text.startswith(
-        "no ceiling clearly beats sd (1.80x the base): judge, every step accepted (1.88x) is "
+        "One request at a time: no ceiling clearly beats sd (1.80x the base): judge, every "
+        "step accepted (1.88x) is "
         "within the probe's noise (\u00b110%, the floor; no spread over repeats was recorded) "
         "of sd's 1.80x."
     )
@@ -180,8 +182,8 @@ def test_without_sd_or_with_a_slow_sd_the_reference_is_the_base():
     assert said.tune_worth and "judge_full" in said.above_reference
     text = report.verdict_text(said, "specreason tune", sd_measured=False)
     assert text.startswith(
-        "can beat the base model (sd not measured: no sd server given) by more than the "
-        "probe's noise"
+        "One request at a time: can beat the base model (sd not measured: no sd server given) "
+        "by more than the probe's noise"
     )
     slow_sd = Measured(HAND.draft_step_s, HAND.base_step_s, {1: 0.5, 2: 0.5}, 30.0, 2.7, 0.8)
     assert verdict(ceilings(slow_sd)).reference == "base"
@@ -229,7 +231,7 @@ def test_summary_json_schema(tmp_path):
     assert set(back["decode"]) == {"draft", "base"}
     assert set(back["decode"]["base"][0]) == {
         "concurrency", "step_s", "tok_s", "aggregate_tok_s", "ttft_s", "wall_s", "tokens",
-        "repeats", "step_s_slowest", "spread",
+        "repeats", "step_s_slowest", "spread", "stream_tokens",
     }  # fmt: skip
     assert back["decode"]["base"][0]["repeats"] == 2
     assert back["decode"]["base"][0]["spread"] == pytest.approx(0.02)
@@ -249,7 +251,8 @@ def test_summary_json_schema(tmp_path):
     }
     c = back["ceilings"]
     assert set(c) == {
-        "c", "v", "r", "c_sd", "v_sd", "named", "agree", "agree_sd", "spread", "noise"
+        "c", "v", "r", "c_sd", "v_sd", "named", "agree", "agree_sd", "spread", "noise", "load",
+        "sd_by_load",
     }  # fmt: skip
     assert c["spread"] == pytest.approx(0.04) and c["noise"] == pytest.approx(0.10)
     assert set(c["named"]) == {
@@ -260,7 +263,7 @@ def test_summary_json_schema(tmp_path):
     assert set(back["verdict"]) == {
         "reference", "reference_speedup", "above_reference", "above_base", "tune_worth",
         "tune_command", "text", "noise", "spread", "within_noise_of_reference",
-        "within_noise_of_base", "tune_kinds",
+        "within_noise_of_base", "tune_kinds", "load",
     }  # fmt: skip
     # 1.875 is within 10% of sd's 1.8 (the floor: the repeats spread 4% in all)
     assert back["verdict"]["tune_worth"] is False
@@ -269,6 +272,7 @@ def test_summary_json_schema(tmp_path):
     assert back["tune"] == {
         "reference": pytest.approx(1.8),
         "noise": pytest.approx(0.10),
+        "load": 1,
         "judge": "arithmetic+likelihood",
         "plain": {"measured_judge": pytest.approx(1.875), "any_judge": pytest.approx(3.0)},
         "sd": {
@@ -339,13 +343,13 @@ def test_concurrency_levels_always_hold_one():
         concurrencies("two")
 
 
-async def test_decode_sends_n_greedy_fixed_length_requests_ignoring_eos():
+async def test_with_ignore_eos_decode_still_sends_the_old_fixed_length_requests():
     def handler(request: ChatRequest) -> Completion:
         return Completion(text="a b c d", finish_reason="length", completion_tokens=4)
 
     server = ScriptedEndpoint("base", handler)
     prompts = [[{"role": "user", "content": q}] for q in ("one", "two")]
-    got = await decode(server, prompts, 3, 4)
+    got = await decode(server, prompts, 3, 4, ignore_eos=True)
     assert got.concurrency == 3 and got.tokens == 12
     assert [r.messages[0]["content"] for r in server.requests] == ["one", "two", "one"]
     for r in server.requests:
@@ -386,7 +390,7 @@ def test_quick_sets_only_the_flags_not_given():
     plain = _probe_args("--judge-steps", "5")
     settle_flags(plain)
     assert plain.judge_steps == 5
-    assert (plain.max_tokens, plain.concurrency, plain.repeats) == (48, "1,2,4,8", 2)
+    assert (plain.max_tokens, plain.concurrency, plain.repeats) == (384, "1,2,4,8", 2)
 
 
 def test_the_tune_command_searches_sd_settings_only_when_sd_was_probed(tmp_path):

@@ -95,7 +95,8 @@ def test_a_ceiling_20_percent_above_sd_with_5_percent_noise_beats_it():
     assert said.tune_worth
     text = report.verdict_text(said, "specreason tune")
     assert text.startswith(
-        "can beat sd (1.90x the base) by more than the probe's noise (\u00b15%): "
+        "One request at a time: can beat sd (1.90x the base) by more than the probe's noise "
+        "(\u00b15%): "
         "judge, every step accepted (2.28x)."
     )
     # the measured-acceptance ceiling (1.71x) is named beside the one the rule read
@@ -108,7 +109,9 @@ def test_the_base_is_beaten_only_by_more_than_the_noise_too():
     assert said.reference == "base" and said.above_base == () and not said.tune_worth
     assert said.within_noise_of_base == ("judge_full", "judge_measured")
     text = report.verdict_text(said, "specreason tune", sd_measured=False)
-    assert text.startswith("no ceiling clearly beats the base model (sd not measured")
+    assert text.startswith(
+        "One request at a time: no ceiling clearly beats the base model (sd not measured"
+    )
     assert "use base alone, or run tune only to confirm" in text
 
 
@@ -127,7 +130,8 @@ def test_the_verdict_on_the_cpu_pair_keeps_the_judge_within_the_noise_and_names_
     assert said.tune_worth
     assert said.tune_kinds == ("judge_full", "judge_sd_full", "agree_k2", "agree_sd_k2")
     assert report.verdict_text(said, COMMAND) == (
-        "can beat sd (1.90x the base) by more than the probe's noise (\u00b110%, the floor; no "
+        "One request at a time: can beat sd (1.90x the base) by more than the probe's noise "
+        "(\u00b110%, the floor; no "
         "spread over repeats was recorded): agreement on sd base, k=1 (2.16x); agreement on "
         "sd base, k=2 (2.33x).\n"
         "Within the noise of sd's 1.90x: judge, every step accepted (1.95x).\n"

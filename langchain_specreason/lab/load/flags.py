@@ -23,6 +23,7 @@ from ...errors import ConfigError
 from ...serving.profiles import load_profile
 from ...serving.replicas import check_replicas, plan_replicas, router_executable
 from ..bench.runner import BenchSettings
+from ..probe.report import load_sd_prediction
 from ..shared.datasets import Problem
 from ..shared.flags import NO_PROGRESS_HELP, add_judge_flag, add_output_flags
 from ..shared.modes import Run
@@ -114,6 +115,13 @@ def add_parser(subparsers: Any) -> None:
         "--concurrency",
         help="requests in flight at most; with --modes a comma list of loads (default: "
         f"{DEFAULT_LOADS}), else one number (default: all the requests)",
+    )
+    load.add_argument(
+        "--probe",
+        metavar="SUMMARY",
+        help="--modes: a `specreason probe` summary.json measured with an sd server; its "
+        "predicted sd speed-up over base at each load (t_b(N) / t_s(N)) goes beside the "
+        "measured sd cells in summary.md",
     )
     load.add_argument(
         "--sample-interval",
@@ -251,6 +259,9 @@ class LoadPlan:
     sample_interval: float = LOAD_DEFAULTS["sample_interval"]
     dataset: str = DATASET
     """``gsm8k`` (test) or ``gsm8k-train`` (dev: where settings are chosen)."""
+    probe: Path | None = None
+    """``--probe``: a probe's ``summary.json`` whose ``sd`` prediction the report shows (it is
+    not a setting the folder's sessions share: a resume may give another or none)."""
 
     def first_problems(self, problems: Sequence[Problem]) -> list[Problem]:
         """The ``requests`` problems every cell (or replica count) runs; ConfigError if fewer."""
@@ -415,6 +426,11 @@ def make_plan(args: argparse.Namespace) -> LoadPlan:
         settings["threshold"] = args.threshold
     if args.sample_interval is None or args.sample_interval <= 0:
         raise ConfigError(f"--sample-interval must be positive, got {args.sample_interval}")
+    probe = getattr(args, "probe", None)
+    if probe is not None:
+        if not modes:
+            raise ConfigError("--probe goes with --modes (it predicts the sd cells)")
+        load_sd_prediction(probe)  # ConfigError: unreadable, not a probe, or no sd server
     plan = LoadPlan(
         Path(args.out) if args.out else default_out(args.profile),
         replicas,
@@ -431,6 +447,7 @@ def make_plan(args: argparse.Namespace) -> LoadPlan:
         variant_urls,
         args.sample_interval,
         args.dataset,
+        Path(probe) if probe is not None else None,
     )
     # raises ConfigError for a bad budget, temperature, judge, threshold... (no call is made)
     if modes:

@@ -5,6 +5,10 @@ be rebuilt from a folder. Per cell: answers right, McNemar against ``base`` at t
 latency p50/p90, aggregate completion tokens/s, goodput (right answers per minute), the paired
 bootstrap speed-up over ``base`` on the same problems, and the servers' own counters and
 gauges. ``latency_goodput.png``: p50 latency and goodput against load, one line per mode.
+
+With a probe's ``summary.json`` (``bench load --probe``), the ``sd`` rows carry the probe's
+predicted speed-up over ``base`` at their load (``t_b(N) / t_s(N)``, its decode steps:
+:func:`..probe.report.load_sd_prediction`), shown beside the measured one.
 """
 
 from __future__ import annotations
@@ -15,11 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from ..bench.report import fmt, settings_lines
+from ..probe.report import load_sd_prediction
 from ..shared.results import read_records
 from ..shared.stats import mcnemar, paired_ratio, wilson
 from .modes import LOAD_MODES, REFERENCE, Cell
 from .report import RESULTS, SUMMARY_JSON, SUMMARY_MD, pyplot, read_meta, summarise_replicas
 
+SD = "sd"
+"""The mode a probe predicts (token speculative decoding in the base server)."""
 CELLS = "cells.jsonl"
 LOAD_PLOT = "latency_goodput.png"
 
@@ -69,11 +76,15 @@ def versus(
 
 
 def summarise_cells(
-    records: Sequence[Mapping[str, Any]], cell_lines: Sequence[Mapping[str, Any]] = ()
+    records: Sequence[Mapping[str, Any]],
+    cell_lines: Sequence[Mapping[str, Any]] = (),
+    probe: Mapping[int, float] | None = None,
 ) -> dict[str, Any]:
     """Each cell's numbers (rows by load, then mode), from its request lines and its cell line.
 
-    ``cell_lines``: the last line of each cell gives its servers' counters and gauges.
+    ``cell_lines``: the last line of each cell gives its servers' counters and gauges;
+    ``probe``: load -> a probe's predicted ``sd`` speed-up over ``base``, put on each ``sd``
+    row as ``probe_sd_speedup`` (``None`` at a load the probe did not measure).
     """
     by_cell: dict[Cell, list[Mapping[str, Any]]] = {}
     for r in records:
@@ -104,6 +115,8 @@ def summarise_cells(
         row["server"] = (line or {}).get("server")
         row["gauges"] = (line or {}).get("gauges")
         row["prefix_cache_reset"] = (line or {}).get("prefix_cache_reset")
+        if probe is not None and cell.mode == SD:
+            row["probe_sd_speedup"] = probe.get(cell.concurrency)
         rows.append(row)
     return {
         "reference": REFERENCE,
@@ -112,6 +125,7 @@ def summarise_cells(
         ),
         "loads": sorted({r["concurrency"] for r in rows}),
         "rows": rows,
+        **({"probe_sd": {str(n): x for n, x in sorted(probe.items())}} if probe else {}),
     }
 
 
@@ -191,10 +205,41 @@ def render_modes_markdown(summary: Mapping[str, Any], meta: Mapping[str, Any] | 
         "counters and gauges are the servers' own, so another client of the same servers "
         "would show in them.",
     ]
+    out += probe_lines(summary)
     errors = [(r, e) for r in summary["rows"] for e in r["errors"]]
     if errors:
         out += ["", "Errors:", ""] + [f"- {r['mode']} @ {r['concurrency']}: {e}" for r, e in errors]
     return "\n".join(out) + "\n"
+
+
+def probe_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The probe's predicted ``sd`` speed-up beside each measured ``sd`` cell (none: ``[]``)."""
+    rows = [r for r in summary["rows"] if "probe_sd_speedup" in r]
+    if not rows:
+        return []
+    ref = summary.get("reference", REFERENCE)
+    out = [
+        "",
+        f"`sd` against {ref} at each load, measured and as the probe predicts it (`specreason "
+        "probe`'s decode steps, t_b(N) / t_s(N); it leaves out prefill and overhead):",
+        "",
+        f"| load | measured speed-up vs {ref} [95%] | wall vs {ref} | probe predicts | "
+        "measured / predicted |",
+        "|--:|--:|--:|--:|--:|",
+    ]
+    for r in rows:
+        vs = r.get(f"vs_{ref}") or {}
+        measured, predicted = vs.get("speedup"), r["probe_sd_speedup"]
+        cell = "–"
+        if measured is not None:
+            low, high = vs["speedup_95"]
+            cell = f"{measured:.2f}× [{low:.2f}, {high:.2f}]"
+        ratio = measured / predicted if measured is not None and predicted else None
+        out.append(
+            f"| {r['concurrency']} | {cell} | {fmt(vs.get('wall_ratio'), '.2f', '×')} | "
+            f"{fmt(predicted, '.2f', '×')} | {fmt(ratio, '.2f')} |"
+        )
+    return out
 
 
 def plot_modes(summary: Mapping[str, Any], path: Path) -> Path | None:
@@ -229,9 +274,14 @@ def plot_modes(summary: Mapping[str, Any], path: Path) -> Path | None:
     return path
 
 
-def write_modes_report(out: Path) -> list[Path]:
-    """Write ``summary.md``, ``summary.json`` and the plot from the folder's JSONL files."""
-    summary = summarise_cells(read_records(out / RESULTS), read_records(out / CELLS))
+def write_modes_report(out: Path, probe: str | Path | None = None) -> list[Path]:
+    """Write ``summary.md``, ``summary.json`` and the plot from the folder's JSONL files.
+
+    ``probe``: a probe's ``summary.json``, whose predicted ``sd`` speed-ups go beside the
+    measured ones (ConfigError when it is not a probe summary with an ``sd`` server).
+    """
+    predicted = load_sd_prediction(probe) if probe is not None else None
+    summary = summarise_cells(read_records(out / RESULTS), read_records(out / CELLS), predicted)
     md, js = out / SUMMARY_MD, out / SUMMARY_JSON
     md.write_text(render_modes_markdown(summary, read_meta(out)), encoding="utf-8")
     js.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

@@ -1,12 +1,23 @@
 """Speed-up ceilings from measured speeds, and the probe's verdict (pure arithmetic).
 
-Every speed-up is against the base model writing the same tokens alone, one stream, and
-every ceiling leaves out what the probe does not count (each request's prefill and
-overhead, the base's prefill of drafted text), so a real run is at most this fast.
+Every speed-up is against the base model writing the same tokens at the probe's *load*
+``n`` (``specreason probe --load``, default 1: one request at a time), and every ceiling
+leaves out what the probe does not count (each request's prefill and overhead, the base's
+prefill of drafted text), so a real run is at most this fast.
 
 Notation: ``t_d(N)``, ``t_b(N)``, ``t_s(N)``: seconds of one decode step of a batch of ``N``
 streams on the draft, the base and the ``sd`` base server (:attr:`.speeds.Decode.step_s`);
-``t_x = t_x(1)``. ``L``: tokens of a drafted step; ``J``: seconds of a judge call.
+``t_x = t_x(n)``, the step at the load. ``L``: tokens of a drafted step; ``J``: seconds of a
+judge call.
+
+**The load.** At ``n`` requests at once every server holds ``n`` streams: the base alone
+writes each request's tokens at ``t_b(n)``, ``sd`` at ``t_s(n)``, and a speculating mode's
+draft writes its steps at ``t_d(n)``. So every formula below reads the steps at ``n``: with
+``n = 1`` they are the one-stream speeds of the probes written before the load was named. The
+judge's call is measured one at a time; under load it waits behind the batch, so ``J`` is the
+least it costs there and the judge's ceilings stay upper bounds. ``sd``'s predicted speed-up
+at every measured load, ``t_b(N) / t_s(N)``, is :func:`sd_by_load` (what ``specreason bench
+load --probe`` shows beside its measured cells).
 
 **Judge-based speculation** (SpecReason). Per step the draft writes it (``L t_d``), the judge
 reads it (``J``), and a share ``r`` of steps is rewritten by the base (``L t_b`` each). The
@@ -32,36 +43,38 @@ round costs about ``k L t_d + L t_b``; ``L`` cancels::
 
     speed-up(k) = (k + 1) / (k c + max(c, b)),     b = the last position's time / (L t_b)
 
-``b`` is 1 when the base server has idle parallel capacity (its positions cost no more
-together than one alone); when they share the server each runs at the batch's step time
-``t_b(m)``, ``m`` the base requests running at that moment. :func:`round_time` computes the
-round exactly for that schedule: each running request writes a token every ``t_b(m)``, and the
-requests of positions after the disagreement (sent while the base was still busy) take their
-share until the round ends. ``t_b(m)`` at an ``m`` not measured is the one measured at the
-largest concurrency below it, a lower bound when a batch never writes a stream faster than a
-smaller one; so, with prefill and overhead left out, the speed-up is an upper bound of the
-implemented schedule. More steps in flight than ``k + 1`` only add requests that share the
-base server, so the ceiling at ``k`` is the round of ``N = k + 1``. On an ``sd`` base server
-``t_b(m)`` becomes ``t_s(m)``; the speed-up is still against the plain base. (This ceiling
-used to charge a serial round, ``N`` drafts then one batch, ``min(1 + k, N) / (N c + b(N))``:
-below what the pipelined mode can reach, e.g. 1.31x instead of 1.58x at ``k = 1``, ``N = 2``,
-``c = 0.27``, ``b = 1``.)
+``b`` is 1 when the base server has idle parallel capacity (its positions cost no more together
+than one alone); when they share the server each runs at the batch's step time ``t_b(m)``,
+``m`` the base requests running at that moment. :func:`round_time` computes the round exactly
+for that schedule: each running request writes a token every ``t_b(m)``, and the requests of
+positions after the disagreement (sent while the base was still busy) take their share until
+the round ends. ``t_b(m)`` at an ``m`` not measured is the one measured at the largest
+concurrency below it, a lower bound when a batch never writes a stream faster than a smaller
+one; so, with prefill and overhead left out, the speed-up is an upper bound of the implemented
+schedule. More steps in flight than ``k + 1`` only add requests that share the base server, so
+the ceiling at ``k`` is the round of ``N = k + 1``. On an ``sd`` base server ``t_b(m)`` becomes
+``t_s(m)``; the speed-up is still against the plain base. At a load of ``n`` requests, each
+running such rounds, the base server holds ``n`` times each request's positions: ``m`` running
+positions of a round cost ``t_b(n m)`` a step (:func:`loaded`), against the base alone at
+``t_b(n)``. (This ceiling used to charge a serial round, ``N`` drafts then one batch, ``min(1 +
+k, N) / (N c + b(N))``: below what the pipelined mode can reach, e.g. 1.31x instead of 1.58x at
+``k = 1``, ``N = 2``, ``c = 0.27``, ``b = 1``.)
 
-**Token SD** (``sd``): ``t_b / t_s``, measured directly.
+**Token SD** (``sd``): ``t_b / t_s``, measured directly (at the load: ``t_b(n) / t_s(n)``).
 
 **Noise band.** Every speed above is measured, and so is its noise: each decode measurement
 runs ``--repeats`` times, the fastest is kept and the slowest is recorded
 (:attr:`.speeds.Decode.spread`: slowest step over fastest, minus 1). A ceiling and its
 reference are ratios of these speeds, whose relative errors add (to first order), so the
-probe's *measured* noise is the sum of the one-stream spreads of the servers measured (draft,
-base, ``sd``). The band is the larger of that and :data:`NOISE_FLOOR` (10%). The floor
-stays whatever the repeats say, because: the default two repeats (one with ``--quick``) do
-not estimate a spread; the judge's time is measured once, not repeated; the same bound on the
-``cpu`` pair read 1.95x in one probe and 2.02x in another (3.5%, between runs, larger than
-the spread within a run); and a ceiling leaves out prefill and overhead, so a real run falls
-below it and a ceiling needs a clear edge to mean a win. The batch measurements' spreads
-(``N > 1``) are recorded in ``summary.json`` but not added: the band is one number for the
-whole probe.
+probe's *measured* noise is the sum of the spreads at the load of the servers measured (draft,
+base, ``sd``; one stream's at the default load). The band is the larger of that and
+:data:`NOISE_FLOOR` (10%). The floor stays whatever the repeats say, because: the default two
+repeats (one with ``--quick``) do not estimate a spread; the judge's time is measured once, not
+repeated; the same bound on the ``cpu`` pair read 1.95x in one probe and 2.02x in another
+(3.5%, between runs, larger than the spread within a run); and a ceiling leaves out prefill and
+overhead, so a real run falls below it and a ceiling needs a clear edge to mean a win. The
+spreads at other concurrencies are recorded in ``summary.json`` but not added: the band is one
+number for the whole probe.
 
 A ceiling *beats* a reference (:func:`beats`) only when it is above it by more than the
 band: ``ceiling > reference * (1 + noise)``. One above the reference by less is *within the
@@ -149,6 +162,26 @@ def round_time(k: int, n: int, c: float, batch: Mapping[int, float]) -> float:
     return max(last, keep * c)
 
 
+def loaded(step_s: Mapping[int, float], n: int, upto: int) -> dict[int, float]:
+    """``m -> t(n m)`` for ``m`` in ``1..upto``: a request's ``m`` running at load ``n``.
+
+    Each of ``n`` requests running ``m`` at once puts ``n m`` on the server; a concurrency not
+    measured reads the largest measured below it (:func:`batch_cost`). ``step_s`` must hold
+    ``n`` or less. With ``n = 1`` it is ``step_s`` read at ``1..upto``.
+    """
+    return {m: batch_cost(step_s, n * m) for m in range(1, upto + 1)}
+
+
+def sd_by_load(
+    base_step_s: Mapping[int, float], sd_step_s: Mapping[int, float]
+) -> dict[int, float]:
+    """``N -> t_b(N) / t_s(N)``: ``sd``'s predicted speed-up over the base at each load.
+
+    Only the concurrencies both servers were measured at; empty without ``sd``.
+    """
+    return {n: base_step_s[n] / sd_step_s[n] for n in sorted(set(base_step_s) & set(sd_step_s))}
+
+
 def agreement_speedup(k: int, n: int, c: float, batch: Mapping[int, float]) -> float:
     """The steps a pipelined round keeps over its :func:`round_time` (against the base)."""
     return min(1 + k, n) / round_time(k, n, c, batch)
@@ -164,18 +197,22 @@ class Agreement:
 
 
 def agreement_ceiling(
-    k: int, draft_step_s: float, batch_step_s: Mapping[int, float], base_step_s: float
+    k: int,
+    draft_step_s: float,
+    batch_step_s: Mapping[int, float],
+    base_step_s: float,
+    load: int = 1,
 ) -> Agreement | None:
     """:func:`agreement_speedup` at ``k`` with ``k + 1`` steps in flight (see the module).
 
     ``batch_step_s``: the verifying server's decode step at each measured concurrency;
-    ``base_step_s``: the plain base's single stream (the yardstick). ``None`` when the
-    verifying server's single stream was not measured.
+    ``draft_step_s`` and ``base_step_s``: the draft's and the plain base's step at ``load``
+    (the yardstick). ``None`` when the verifying server was not measured at ``load``.
     """
-    if 1 not in batch_step_s:
+    if load not in batch_step_s:
         return None
     c = cost_ratio(draft_step_s, base_step_s)
-    batch = {m: step / base_step_s for m, step in batch_step_s.items()}
+    batch = {m: step / base_step_s for m, step in loaded(batch_step_s, load, k + 1).items()}
     return Agreement(k, k + 1, agreement_speedup(k, k + 1, c, batch))
 
 
@@ -195,12 +232,14 @@ class Measured:
     sd_judge_s: float | None = None
     """Mean seconds of a judge call on the ``sd`` base server."""
     spread: Mapping[str, float | None] | None = None
-    """Server (``draft``, ``base``, ``sd``) -> the relative spread of its one-stream decode
-    step over the repeats (:attr:`.speeds.Decode.spread`; ``None``: not known)."""
+    """Server (``draft``, ``base``, ``sd``) -> the relative spread of its decode step at
+    :attr:`load` over the repeats (:attr:`.speeds.Decode.spread`; ``None``: not known)."""
+    load: int = 1
+    """Requests at once the ceilings are read at (every step is the one at this load)."""
 
 
 def measured_noise(spread: Mapping[str, float | None] | None) -> float | None:
-    """The sum of the known one-stream spreads (``None`` when none is known)."""
+    """The sum of the known spreads at the load (``None`` when none is known)."""
     known = [s for s in (spread or {}).values() if s is not None]
     return sum(known) if known else None
 
@@ -235,6 +274,10 @@ class Ceilings:
     """The probe's measured noise (:func:`measured_noise`; ``None``: not known)."""
     noise: float = NOISE_FLOOR
     """The verdict's noise band (:func:`noise_band`)."""
+    load: int = 1
+    """Requests at once every speed was read at (:attr:`Measured.load`)."""
+    sd_by_load: dict[int, float] = field(default_factory=dict)
+    """``sd``'s predicted speed-up over the base at each measured load (:func:`sd_by_load`)."""
 
     def named(self) -> dict[str, float]:
         """Every measured ceiling by its name in the table and ``summary.json``."""
@@ -251,8 +294,18 @@ class Ceilings:
 
 
 def ceilings(m: Measured) -> Ceilings:
-    """The ceilings that follow from ``m`` (see the module's docstring)."""
-    t_d, t_b = m.draft_step_s[1], m.base_step_s[1]
+    """The ceilings that follow from ``m`` at its load (see the module's docstring).
+
+    ConfigError when the draft or the base was not measured at the load.
+    """
+    n = m.load
+    for role, steps in (("draft", m.draft_step_s), ("base", m.base_step_s)):
+        if n not in steps:
+            raise ConfigError(
+                f"load {n}: the {role} server's decode was not measured at {n} streams "
+                f"(measured: {', '.join(map(str, sorted(steps)))})"
+            )
+    t_d, t_b = m.draft_step_s[n], m.base_step_s[n]
     c = cost_ratio(t_d, t_b)
     spread = measured_noise(m.spread)
     noise = noise_band(spread)
@@ -264,11 +317,15 @@ def ceilings(m: Measured) -> Ceilings:
             r = 1.0 - m.acceptance
             at_measured = judge_speedup(c, v, r)
     agree = {
-        k: a for k in AGREE_K if (a := agreement_ceiling(k, t_d, m.base_step_s, t_b)) is not None
+        k: a for k in AGREE_K if (a := agreement_ceiling(k, t_d, m.base_step_s, t_b, n)) is not None
     }
-    if not m.sd_step_s or 1 not in m.sd_step_s:
-        return Ceilings(c, v, r, full, at_measured, agree, spread=spread, noise=noise)
-    t_s = m.sd_step_s[1]
+    by_load = sd_by_load(m.base_step_s, m.sd_step_s or {})
+    if not m.sd_step_s or n not in m.sd_step_s:
+        return Ceilings(
+            c, v, r, full, at_measured, agree, spread=spread, noise=noise, load=n,
+            sd_by_load=by_load,
+        )  # fmt: skip
+    t_s = m.sd_step_s[n]
     sd, c_sd = t_b / t_s, cost_ratio(t_d, t_s)
     v_sd = sd_full = sd_measured = None
     if m.sd_judge_s is not None and m.step_tokens:
@@ -277,7 +334,7 @@ def ceilings(m: Measured) -> Ceilings:
         if r is not None:
             sd_measured = judge_speedup(c_sd, v_sd, r, sd=sd)
     agree_sd = {
-        k: a for k in AGREE_K if (a := agreement_ceiling(k, t_d, m.sd_step_s, t_b)) is not None
+        k: a for k in AGREE_K if (a := agreement_ceiling(k, t_d, m.sd_step_s, t_b, n)) is not None
     }
     return Ceilings(
         c,
@@ -294,6 +351,8 @@ def ceilings(m: Measured) -> Ceilings:
         agree_sd,
         spread=spread,
         noise=noise,
+        load=n,
+        sd_by_load=by_load,
     )
 
 
@@ -328,6 +387,8 @@ class Verdict:
     """Every measured ceiling (:meth:`Ceilings.named`), for the verdict's text."""
     acceptance: float | None = None
     """The judge's measured acceptance (``None``: no step judged)."""
+    load: int = 1
+    """Requests at once every speed was read at (the text names it)."""
 
 
 def verdict(c: Ceilings, noise: float | None = None) -> Verdict:
@@ -356,6 +417,7 @@ def verdict(c: Ceilings, noise: float | None = None) -> Verdict:
         tune_kinds=kinds,
         named=named,
         acceptance=None if c.r is None else 1.0 - c.r,
+        load=c.load,
     )
 
 
@@ -367,11 +429,13 @@ def tune_table(c: Ceilings, judge: str) -> dict[str, Any]:
 
     ``measured_judge``: the probe's judge at full acceptance; ``any_judge``: ``1 / c``, the
     bound of every judge (``v = r = 0``; the same on an ``sd`` base: ``sd / c' = 1 / c``);
-    ``noise``: the verdict's band (absent from older files: :data:`NOISE_FLOOR` then).
+    ``noise``: the verdict's band (absent from older files: :data:`NOISE_FLOOR` then);
+    ``load``: the requests at once every ceiling was read at (absent from older files: 1).
     """
     return {
         "reference": verdict(c).reference_speedup,
         "noise": c.noise,
+        "load": c.load,
         "judge": judge,
         "plain": {"measured_judge": c.judge_full, "any_judge": 1.0 / c.c},
         "sd": {"measured_judge": c.judge_sd_full, "any_judge": 1.0 / c.c},

