@@ -17,13 +17,18 @@
    than ``sd`` (or none qualifies) the recommendation is ``sd`` alone, said plainly.
 3. **Held-out** (another range of the same shuffle, disjoint): base, ``sd`` and the chosen
    setting, to report the choice on problems it was not chosen on. Runs on one server
-   variant are interleaved per problem; the plain and ``sd`` base servers run one after the
-   other (one server start per variant: :class:`Started`).
+   variant are interleaved per problem (one after another at ``--concurrency`` above 1); the
+   plain and ``sd`` base servers run one after the other (one server start per variant:
+   :class:`Started`).
 4. ``tuned.toml``: every knob of the chosen setting (``SpecReasonConfig.from_file`` /
    ``ChatSpecReason(config_file=...)`` load it) and the evidence; ``pareto.png``.
 
 Latency here is the sum of a run's server-call seconds (``server_s``), the same measure for
 every mode; results are appended to ``results.jsonl`` and a rerun resumes.
+
+``--concurrency N`` measures all of it with N requests at once, and the choice, verdict,
+``tuned.toml`` and ``tune.json`` name that load (:mod:`.concurrency`: what runs N at a time,
+and why the ranking stays per-request latency).
 """
 
 from __future__ import annotations
@@ -43,12 +48,22 @@ from ...endpoint import endpoint_pair
 from ...errors import ConfigError
 from ...serving.profiles import load_profile
 from ..bench.runner import BenchSettings, Solver
+from ..load.cells import LoadSolver
 from ..oldflags import add_old_spelling
 from ..shared.datasets import Problem, load_problems
 from ..shared.flags import add_command, add_output_flags, add_sample_flags
 from ..shared.modes import DEFAULT_SD_VARIANT, Run, parse_agree_rules, parse_steps_ahead
 from ..shared.results import JsonlAppender, read_records
 from ..shared.servers import ServerPair, ServerSource, add_server_flags, api_key_of
+from .concurrency import (
+    at_load,
+    check_one_load,
+    load_section,
+    measured_with,
+    parse_concurrency,
+    probe_note,
+    solve_at_once,
+)
 from .grid import (
     Choice,
     Grid,
@@ -64,6 +79,8 @@ from .report import _evidence, _header, _plot, partial, spans
 
 RESULTS = "results.jsonl"
 TUNED = "tuned.toml"
+JUDGE_TIMEOUT_UNDER_LOAD = 600.0
+"""A judge call's timeout at ``--concurrency`` above 1 (the endpoint's default for any call)."""
 NO_SD = {
     True: " (sd not measured: give --sd-base-url, a base server with speculative decoding)",
     False: " (sd not measured: the profile has no sd variant)",
@@ -196,6 +213,13 @@ def add_parser(subparsers: Any) -> None:
         help="a `specreason probe` summary.json: settings whose speed-up ceiling there is at "
         "most its reference (sd, else the base) are not run",
     )
+    p.add_argument(
+        "--concurrency",
+        default="1",
+        metavar="N",
+        help="requests at once: every run's problems are sent N at a time and the choice is "
+        "made at that load (default 1: one at a time; a folder holds one load)",
+    )
     add_output_flags(p, "tune folder; reuse it to resume", required=True)
 
 
@@ -210,6 +234,7 @@ async def run_tune(args: argparse.Namespace) -> int:
     """``specreason tune``: returns the exit code."""
     from ..labels.run import sample_problems
 
+    concurrency = parse_concurrency(getattr(args, "concurrency", 1))
     if args.dataset in ("gsm8k", "math500"):
         raise ConfigError(
             "tune reads dev problems only (gsm8k-train or a file); test sets are for reports"
@@ -247,13 +272,18 @@ async def run_tune(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     records = read_records(out / RESULTS)
+    check_one_load(records, concurrency, out)
     runs = grid.runs()
+    probed = None
     if args.probe:
         runs = _probed(runs, args.probe)
+        if (probed := probe_note(args.probe, concurrency)) is not None:
+            print(f"tune: {probed['note']}", file=sys.stderr, flush=True)
     variants: list[str | None] = [None] + ([DEFAULT_SD_VARIANT] if has_sd else [])
     print(
         f"tune: {len(dev)} dev and {len(held)} held-out problems, {len(runs)} settings"
-        f"{'' if has_sd else NO_SD[source.explicit]}; in {out}",
+        f"{'' if has_sd else NO_SD[source.explicit]}"
+        f"{'' if concurrency == 1 else ', ' + str(concurrency) + ' requests at once'}; in {out}",
         file=sys.stderr,
         flush=True,
     )
@@ -274,6 +304,7 @@ async def run_tune(args: argparse.Namespace) -> int:
                 split="dev",
                 replay=False,
                 progress=not args.no_progress,
+                concurrency=concurrency,
             )
             base_dev = measured([r for r in records if r["split"] == "dev"], Run("base"), dev)
             await _solve(
@@ -287,6 +318,7 @@ async def run_tune(args: argparse.Namespace) -> int:
                 split="dev",
                 replay=True,
                 progress=not args.no_progress,
+                concurrency=concurrency,
                 drop_after=None
                 if base_dev is None
                 else max_wrong(base_dev, args.max_accuracy_loss),
@@ -313,7 +345,7 @@ async def run_tune(args: argparse.Namespace) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-        choice = choose(base, sd, cands, args.max_accuracy_loss)
+        choice = at_load(choose(base, sd, cands, args.max_accuracy_loss), concurrency)
         print(f"tune: {choice.reason}", file=sys.stderr, flush=True)
         # 2. held-out: base, sd and the choice, on problems it was not chosen on
         chosen_run = next(
@@ -334,18 +366,30 @@ async def run_tune(args: argparse.Namespace) -> int:
                 split="heldout",
                 replay=False,
                 progress=not args.no_progress,
+                concurrency=concurrency,
             )
     held_records = [r for r in records if r["split"] == "heldout"]
     evidence = _evidence(choice, base, sd, held_records, held, chosen_run, args)
+    if concurrency > 1:
+        evidence.update(
+            concurrency=concurrency,
+            latency=f"sum of server-call seconds, {measured_with(concurrency)}",
+        )
+    if probed is not None:
+        evidence["probe_load"] = probed["note"]
     config = (
         SpecReasonConfig(**choice.setting.settings)
         if choice.setting is not None and choice.setting.settings
         else SpecReasonConfig(**settings.config(Run("base")).as_dict())
     )
-    (out / TUNED).write_text(_header(choice) + config.to_toml(evidence), encoding="utf-8")
+    (out / TUNED).write_text(
+        _header(choice, concurrency) + config.to_toml(evidence), encoding="utf-8"
+    )
+    load = load_section(records, concurrency, probed)
     (out / "tune.json").write_text(
         json.dumps(
             {
+                **({} if load is None else {"load": load}),
                 "choice": choice.recommend,
                 "reason": choice.reason,
                 "evidence": evidence,
@@ -360,7 +404,7 @@ async def run_tune(args: argparse.Namespace) -> int:
         )
         + "\n"
     )
-    _plot(base, sd, cands, choice, out / "pareto.png", dropped)
+    _plot(base, sd, cands, choice, out / "pareto.png", dropped, concurrency)
     print(f"{choice.recommend}: {choice.reason}")
     print(out / TUNED)
     return 0
@@ -379,10 +423,13 @@ async def _solve(
     replay: bool,
     progress: bool,
     drop_after: int | None = None,
+    concurrency: int = 1,
 ) -> None:
-    """Run every (run, problem) not yet in ``records``, problem-major.
+    """Run every (run, problem) not yet in ``records``.
 
-    ``drop_after``: skip a run's remaining problems once it has more wrong answers than this.
+    One at a time problem-major; with ``concurrency`` N > 1 run-major, each run's problems N
+    at a time (:func:`.concurrency.solve_at_once`). ``drop_after``: skip a run's remaining
+    problems once it has more wrong answers than this.
     """
     done = {(r["split"], Run.of(r), r["problem_id"]) for r in records}
     wrong = wrong_counts(records, split)  # kept up to date below
@@ -399,10 +446,29 @@ async def _solve(
     if not todo:
         return
     pair = started.pair(variant)
-    draft, base = endpoint_pair(pair.draft_url, pair.base_url, api_key=pair.api_key)
+    # under load a judge's one-token call waits its turn behind the others in flight: it gets
+    # every call's timeout, as in `bench load`
+    if concurrency == 1:
+        draft, base = endpoint_pair(pair.draft_url, pair.base_url, api_key=pair.api_key)
+    else:
+        draft, base = endpoint_pair(
+            pair.draft_url,
+            pair.base_url,
+            api_key=pair.api_key,
+            judge_timeout=JUDGE_TIMEOUT_UNDER_LOAD,
+        )
     if replay:
         draft, base = ReplayEndpoint(draft), ReplayEndpoint(base)  # type: ignore[assignment]
-    solvers = {run: Solver(run, draft, base, settings) for run in runs}
+    # under load, the bench load's solver: no prefill-floor calls to add to the load
+    make = Solver if concurrency == 1 else LoadSolver
+    solvers = {run: make(run, draft, base, settings) for run in runs}
+    fields = {"split": split, "variant": variant, "replayed": replay}
+
+    def keep(run: Run, record: dict[str, Any]) -> None:
+        sink.write(record)
+        records.append(record)
+        wrong[run] = wrong.get(run, 0) + (not record["correct"])
+
     with tqdm(
         total=len(todo),
         desc=f"tune {split}{'/' + variant if variant else ''}",
@@ -410,19 +476,23 @@ async def _solve(
         disable=not progress,
         dynamic_ncols=True,
     ) as bar:
+        if concurrency > 1:
+            groups = [(run, [p for r, p in todo if r == run]) for run in runs]
+            await solve_at_once(
+                [(run, ps) for run, ps in groups if ps],
+                solvers,
+                concurrency,
+                fields=fields,
+                dropped=dropped,
+                keep=keep,
+                bar=bar,
+            )
+            return
         for run, problem in todo:
             if dropped(run):
                 bar.update(1)
                 continue
-            record = {
-                **await solvers[run].solve(problem),
-                "split": split,
-                "variant": variant,
-                "replayed": replay,
-            }
-            sink.write(record)
-            records.append(record)
-            wrong[run] = wrong.get(run, 0) + (not record["correct"])
+            keep(run, {**await solvers[run].solve(problem), **fields})
             bar.update(1)
 
 

@@ -17,10 +17,14 @@ from ..shared.modes import DEFAULT_SD_VARIANT, Run
 from .grid import Choice, Measured, measured
 
 
-def _header(choice: Choice) -> str:
-    """The comment that opens ``tuned.toml``: what tune recommends, in words."""
+def _header(choice: Choice, concurrency: int = 1) -> str:
+    """The comment that opens ``tuned.toml``: what tune recommends, in words.
+
+    At a load above one request at a time the first line names it (the reason names it too).
+    """
     if choice.recommend == "specreason":
-        return "# specreason tune: this setting (evidence below)\n"
+        at = "" if concurrency == 1 else f" at {concurrency} requests at once"
+        return f"# specreason tune: this setting{at} (evidence below)\n"
     alone = "vLLM's speculative decoding (sd)" if choice.recommend == "sd" else "the base model"
     return (
         f"# specreason tune recommends {alone} alone, not SpecReason.\n"
@@ -124,6 +128,7 @@ def _plot(
     choice: Choice,
     path: Path,
     dropped: Sequence[dict[str, Any]] = (),
+    concurrency: int = 1,
 ) -> None:
     try:
         import matplotlib
@@ -157,9 +162,14 @@ def _plot(
             edgecolors="red",
             label=f"chosen: {choice.setting.name}",
         )
-    ax.set_xlabel("seconds of server calls per problem (dev)")
+    at = "" if concurrency == 1 else f", {concurrency} requests at once"
+    ax.set_xlabel(f"seconds of server calls per problem (dev{at})")
     ax.set_ylabel("accuracy (dev)")
-    ax.set_title("tune: settings on the dev problems (blue: plain base, purple: with sd)")
+    ax.set_title(
+        "tune: settings on the dev problems (blue: plain base, purple: with sd)"
+        if concurrency == 1
+        else f"tune at {concurrency} requests at once (blue: plain base, purple: with sd)"
+    )
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
