@@ -1,12 +1,14 @@
-"""Arbitrage end to end on real servers: the oracle labels steps on the cpu-test pair, a
-router trained from those labels is served by vLLM CPU as a classifier, and the graph routes
-through it. Checked against the servers' own request counters."""
+"""Arbitrage end to end on real servers: the oracle labels steps on the cpu-test pair; a router
+trained on rollout labels (a few committed dev steps, as `specreason label` writes them) is
+served by vLLM CPU as a classifier, and the graph routes through it. Checked against the
+servers' own request counters."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +24,8 @@ from tests.conftest import LOG_DIR, start_serve
 from tests.helpers import ONE_PROBLEM, budget_flags, cli, cli_ok, pair_flags, read_jsonl
 
 pytestmark = pytest.mark.integration
+
+ROLLOUT_LABELS = Path(__file__).parents[2] / "benchmarks" / "labels-cpu" / "dev" / "labels.jsonl"
 
 SMALL = [*budget_flags(48, 16, 8), "--no-progress"]
 LABEL_KEYS = {
@@ -101,22 +105,21 @@ def test_label_writes_oracle_steps_and_resumes(servers, labels):
 
 
 @pytest.fixture(scope="module")
-def router_dir(labels, tmp_path_factory):
-    """A router trained a few steps on the real labels (plus one of each class, so that
-    both classes are present whatever the oracle found)."""
-    data = tmp_path_factory.mktemp("router-data") / "labels.jsonl"
-    rows = read_jsonl(labels / "labels.jsonl")
-    for advantage, pid in ((3.0, "synthetic-up"), (-1.0, "synthetic-down")):
-        rows.append(
-            {**rows[0], "problem_id": pid, "advantage": advantage, "escalated": advantage > 0}
-        )
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+def router_dir(tmp_path_factory):
+    """A router trained a few steps on rollout labels as `specreason label` writes them: the
+    first four problems of the committed dev labels of the `cpu` pair (26 steps, 3 with a
+    positive advantage), read as a label folder."""
+    rows = read_jsonl(ROLLOUT_LABELS)
+    problems = list(dict.fromkeys(r["problem_id"] for r in rows))[:4]
+    folder = tmp_path_factory.mktemp("rollout-labels")
+    data = folder / "labels.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows if r["problem_id"] in problems))
     out = tmp_path_factory.mktemp("router")
     cli_ok(
         "arbitrage",
         "train",
         "--dataset",
-        str(data),
+        str(folder),
         "--out",
         str(out),
         "--max-steps",

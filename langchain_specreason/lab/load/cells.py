@@ -324,4 +324,4 @@ async def execute_modes(
                         )
                     correct += sum(bool(r.get("correct")) for r in got)
     meta.finish(correct)
-    return write_modes_report(plan.out)
+    return write_modes_report(plan.out, plan.probe)

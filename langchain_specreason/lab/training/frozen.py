@@ -68,7 +68,7 @@ def hidden_states(
     import torch
     from transformers import AutoModel
 
-    from .train import _tokenizer, _torch_threads
+    from .common import load_tokenizer, torch_threads
 
     known: dict[str, list[float]] = {}
     if cache is not None and cache.is_file():
@@ -96,10 +96,10 @@ def hidden_states(
     if todo_keys:
         from tqdm.auto import tqdm
 
-        tokenizer = _tokenizer(base_model)
+        tokenizer = load_tokenizer(base_model)
         model = AutoModel.from_pretrained(base_model, dtype=torch.float32)
         model.eval()
-        with _torch_threads(threads), torch.inference_mode():
+        with torch_threads(threads), torch.inference_mode():
             for n, key in enumerate(tqdm(todo_keys, disable=not progress, desc="hidden states")):
                 enc = tokenizer(
                     texts[first[key]], truncation=True, max_length=max_tokens, return_tensors="pt"
@@ -156,9 +156,9 @@ def head_rows(model: Any) -> tuple[list[float], list[float], float]:
 
 def texts_of(labels: Sequence[LabelledStep], tag_authors: bool) -> list[str]:
     """The router text of each step (as :func:`~.train.predict` reads it)."""
-    from .train import _text
+    from .common import router_input
 
-    return [_text(step, tag_authors) for step in labels]
+    return [router_input(step, tag_authors) for step in labels]
 
 
 def cross_validate_frozen(
@@ -175,7 +175,7 @@ def cross_validate_frozen(
     The same folds of whole problems as :func:`~.train.cross_validate`; each fold's head is
     fitted (its L2 strength chosen) on the other folds' steps alone.
     """
-    from .train import OUT_OF_FOLD, example_id, prediction_line, problem_folds
+    from .common import OUT_OF_FOLD, example_id, prediction_line, problem_folds
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -220,7 +220,7 @@ def train_frozen(
     import torch
     from transformers import AutoModelForSequenceClassification
 
-    from .train import ID2LABEL, LABEL2ID, _save, _tokenizer, example_id
+    from .common import ID2LABEL, LABEL2ID, example_id, load_tokenizer, save_router
 
     xs = hidden_states(
         base_model,
@@ -233,7 +233,7 @@ def train_frozen(
     ys = [bool(label_of(step, settings.margin)) for step in labels]
     model, l2 = fit_head(xs, ys, [example_id(step) for step in labels])
     keep, escalate, offset = head_rows(model)
-    tokenizer = _tokenizer(base_model)
+    tokenizer = load_tokenizer(base_model)
     classifier = AutoModelForSequenceClassification.from_pretrained(
         base_model, num_labels=2, id2label=ID2LABEL, label2id=LABEL2ID, dtype=torch.float32
     )
@@ -246,7 +246,7 @@ def train_frozen(
         "escalate": sum(ys),
         "train_p_escalate_mean": sum(linear_p(model, x) for x in xs) / len(xs),
     }
-    _save(
+    save_router(
         classifier,
         tokenizer,
         Path(out),

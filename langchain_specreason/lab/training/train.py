@@ -28,8 +28,7 @@ import json
 import math
 import random
 import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,17 +38,27 @@ from ...arbitrage.features import (
     ROUTER_MAX_TOKENS,
     LabelledStep,
     label_of,
-    router_text,
 )
 from ...errors import ConfigError, InputError
+from .common import (
+    ID2LABEL,
+    LABEL2ID,
+    OUT_OF_FOLD,
+    example_id,
+    prediction_line,
+    problem_folds,
+    read_out_of_fold,
+)
+from .common import check_model_dir as _check_model_dir
+from .common import load_tokenizer as _tokenizer
+from .common import progress_bars as _progress_bars
+from .common import read_router_config as _read_router_config
+from .common import router_input as _text
+from .common import save_router as _save
+from .common import torch_threads as _torch_threads
 from .settings import TrainSettings
 
 """What :func:`train_router` writes beside the model: how the router reads its input."""
-
-ID2LABEL = {0: "keep", 1: "escalate"}
-"""Class ids of the head; vLLM's ``/classify`` returns ``probs`` in this order."""
-
-LABEL2ID = {name: i for i, name in ID2LABEL.items()}
 
 
 @dataclass
@@ -395,47 +404,6 @@ def evaluate_loss(
     return total / count
 
 
-@contextmanager
-def _progress_bars(enabled: bool) -> Iterator[None]:
-    """Hide transformers' own bars (loading and writing weights) unless ``enabled``."""
-    from transformers.utils import logging as hf_logging
-
-    was = hf_logging.is_progress_bar_enabled()
-    if not enabled:
-        hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was:
-            hf_logging.enable_progress_bar()
-
-
-@contextmanager
-def _torch_threads(threads: int | None) -> Iterator[None]:
-    """Run the block with torch limited to ``threads`` CPU threads (None: unchanged)."""
-    import torch
-
-    if threads is None:
-        yield
-        return
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
-def _check_model_dir(path: Path) -> Path:
-    path = Path(path)
-    if not (path / "config.json").is_file():
-        raise ConfigError(
-            f"{path} is not a Hugging Face model folder (no config.json); "
-            "fetch the base model first (`specreason models fetch`)"
-        )
-    return path
-
-
 def _check_two_classes(counts: dict[str, int], margin: float) -> None:
     if not sum(counts.values()):
         raise InputError("no labelled steps to train on; label some problems first")
@@ -477,21 +445,6 @@ def _downsample(indices: list[int], ys: Sequence[int], seed: int) -> list[int]:
     rng = random.Random(seed)
     chosen = {i for v in by_class.values() for i in rng.sample(v, keep)}
     return [i for i in indices if i in chosen]
-
-
-def _tokenizer(model_dir: Path) -> Any:
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model_dir, truncation_side="left")
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return tokenizer
-
-
-def _text(step: LabelledStep, tag_authors: bool) -> str:
-    return router_text(
-        step["question"], step["prefix"], step["draft_step"], tag_authors=tag_authors
-    )
 
 
 class _Examples:
@@ -545,44 +498,8 @@ def _step_of(checkpoint: str | None) -> int | None:
     return int(tail) if tail.isdigit() else None
 
 
-def _save(model: Any, tokenizer: Any, out: Path, router: dict[str, Any]) -> None:
-    """The folder vLLM serves: float32 safetensors, tokenizer, config with the head's labels."""
-    out.mkdir(parents=True, exist_ok=True)
-    model.config.architectures = [type(model).__name__]
-    model.save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out)
-    (out / ROUTER_CONFIG).write_text(json.dumps(router, indent=2) + "\n", encoding="utf-8")
-
-
-def _read_router_config(model_dir: Path) -> dict[str, Any]:
-    path = model_dir / ROUTER_CONFIG
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not valid JSON ({exc.msg})") from None
-    return data if isinstance(data, dict) else {}
-
-
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
-
-
-def problem_folds(labels: Sequence[LabelledStep], folds: int, seed: int = 0) -> list[int]:
-    """The fold of each step: problems dealt into ``folds`` folds, each problem kept whole.
-
-    The problems are sorted, shuffled with ``seed`` and dealt in turn (the same dealing as the
-    judges' cross-validation, :func:`~..judges.labelreport.cross_validated`).
-    """
-    problems = sorted({str(step["problem_id"]) for step in labels})
-    if folds < 2 or folds > len(problems):
-        raise ConfigError(
-            f"--folds must be between 2 and the number of problems ({len(problems)}), got {folds}"
-        )
-    random.Random(seed).shuffle(problems)
-    fold_of = {problem: i % folds for i, problem in enumerate(problems)}
-    return [fold_of[str(step["problem_id"])] for step in labels]
 
 
 def predict(
@@ -621,15 +538,6 @@ def predict(
     return out
 
 
-OUT_OF_FOLD = "oof.jsonl"
-"""The file :func:`cross_validate` appends each fold's predictions to (read back to resume)."""
-
-
-def example_id(step: LabelledStep) -> str:
-    """``problem:step_index``, the id the judges' reports give a labelled step."""
-    return f"{step['problem_id']}:{step['step_index']}"
-
-
 def cross_validate(
     labels: Sequence[LabelledStep],
     out: Path,
@@ -651,9 +559,15 @@ def cross_validate(
         from .frozen import cross_validate_frozen
 
         base_model = _check_model_dir(base_model)
-        return cross_validate_frozen(
-            labels, out, base_model=base_model, settings=settings, folds=folds, progress=progress
-        )
+        with _progress_bars(progress):
+            return cross_validate_frozen(
+                labels,
+                out,
+                base_model=base_model,
+                settings=settings,
+                folds=folds,
+                progress=progress,
+            )
     out.mkdir(parents=True, exist_ok=True)
     path = out / OUT_OF_FOLD
     fold_of = problem_folds(labels, folds, settings.seed)
@@ -675,24 +589,6 @@ def cross_validate(
             f.write("".join(json.dumps(line) + "\n" for line in lines))
         rows += lines
     return rows
-
-
-def prediction_line(step: LabelledStep, p: float, **extra: Any) -> dict[str, Any]:
-    """One prediction: the step's id, ``p_escalate``, its advantage and harmful flag."""
-    return {
-        "example": example_id(step),
-        **extra,
-        "p_escalate": p,
-        "advantage": float(step["advantage"]),
-        "harmful": bool(step.get("harmful", False)),
-    }
-
-
-def read_out_of_fold(path: Path) -> list[dict[str, Any]]:
-    """The prediction lines of ``path`` (none when it does not exist)."""
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
 def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
