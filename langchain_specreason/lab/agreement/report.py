@@ -21,6 +21,9 @@ Beside the rules, on the same steps (:func:`decision_readings`, the summary's ``
   harmful steps, chosen on ``--judges-fit-on`` / ``--router-fit-on`` (the dev folder / file)
   when given, else on these labels.
 
+With ``--probe SUMMARY`` (a ``specreason probe`` summary of the pair) each decision but the
+rules also gets its speed ceiling on that pair (:mod:`.ceiling`).
+
 Base work: the share of positions at which the base model writes a step, and the same in the
 characters of its steps (the labels' ``base_step``). A rule needs the base's step at every
 position; a judge or the router only where it rejects (the judges' own prefill calls come on
@@ -150,6 +153,7 @@ def write_report(
     none the table of decisions holds the oracle at margin 0 and the rules, when the labels
     carry ``advantage`` and ``problem_id``.
     """
+    probe = decisions.pop("probe", None)
     pairs = read_pairs(labels)
     settings = config.as_dict()
     readings = [read_rule(name, pairs, settings) for name in rules]
@@ -171,6 +175,15 @@ def write_report(
         ]
         summary["decision_inputs"] = {k: _plain(v) for k, v in decisions.items()}
         text += "\n" + decisions_md(chosen, labels)
+        if probe is not None:
+            from .ceiling import ceiling_md, ceiling_rows, read_speeds
+
+            speeds = read_speeds(Path(probe))
+            rows = ceiling_rows(chosen, speeds)
+            summary["ceilings"] = {"speeds": asdict(speeds), "decisions": rows}
+            text += "\n" + ceiling_md(rows, speeds)
+    elif probe is not None:
+        raise InputError(f"--probe: {labels} carries no rollout advantage to decide on")
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "summary.md").write_text(text)
     return text
@@ -489,6 +502,10 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("--router-fit-on", help="its dev predictions: thresholds chosen there")
     p.add_argument(
+        "--probe",
+        help="a `specreason probe` summary.json: each decision's speed ceiling on that pair",
+    )
+    p.add_argument(
         "--catch",
         default=",".join(f"{c:g}" for c in CATCH),
         help="shares of harmful steps a judge's or router's threshold catches (default: 0.9,0.95)",
@@ -506,7 +523,7 @@ def run(args: argparse.Namespace) -> int:
         "catch": _floats("--catch", args.catch),
         "judge_readings": [r.strip() for r in args.judge_readings.split(",") if r.strip()],
     }
-    for key in ("judges", "judges_fit_on", "router_fit_on"):
+    for key in ("judges", "judges_fit_on", "router_fit_on", "probe"):
         if getattr(args, key):
             decisions[key] = Path(getattr(args, key))
     if args.router_scores:
