@@ -166,6 +166,8 @@ def test_bench_load_modes_writes_its_table_and_plot(servers, tmp_path):
         (m, c, i) for m in ("base", "specreason") for c in (1, 2) for i in (0, 1)
     ]
     assert all(r["ok"] and r["latency_s"] > 0 for r in lines), lines
+    # every line records its servers' cores: given by URL, the pair's block, cores not known
+    assert all(r["cores"] == {"draft": None, "base": None} for r in lines), lines
     cells = read_jsonl(out / "cells.jsonl")
     assert [(c["mode"], c["concurrency"]) for c in cells] == [
         ("base", 1),
@@ -176,6 +178,7 @@ def test_bench_load_modes_writes_its_table_and_plot(servers, tmp_path):
     for cell in cells:  # the base server's own counters grew by the cell's work at least
         assert cell["server"]["base"]["delta"]["generation_tokens"] >= 1
         assert cell["gauges"]["base"]["samples"] >= 1
+        assert cell["cores"] == {"draft": None, "base": None}
     summary = (out / "summary.md").read_text()
     assert "| 1 | base | " in summary and "| 2 | specreason | " in summary
     assert (out / "latency_goodput.png").read_bytes()[:4] == b"\x89PNG"

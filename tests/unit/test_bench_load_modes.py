@@ -39,6 +39,8 @@ from langchain_specreason.lab.shared.datasets import Problem
 from langchain_specreason.lab.shared.modes import Run
 from langchain_specreason.lab.shared.results import read_records
 
+NOT_KNOWN = {"draft": None, "base": None}
+"""The cores of servers given by URL: not known to the bench."""
 URLS = ["--draft-url", "http://draft.invalid/v1", "--base-url", "http://base.invalid/v1"]
 VARIANT_URLS = [
     *("--sd-base-url", "http://sd.invalid/v1"),
@@ -71,8 +73,8 @@ def test_bad_loads_are_refused(text, match):
 
 def test_one_block_per_base_variant_plain_first_load_by_load():
     blocks = plan_blocks(["sd", "base", "sd-dyn", "specreason", "agree"], [1, 2])
-    assert [variant for variant, _ in blocks] == [None, "sd", "sd-dyn"]
-    plain, sd, dyn = (cells for _, cells in blocks)
+    assert [block.variant for block in blocks] == [None, "sd", "sd-dyn"]
+    plain, sd, dyn = (list(block.cells) for block in blocks)
     assert plain == [
         Cell("base", 1),
         Cell("specreason", 1),
@@ -390,9 +392,22 @@ PROBLEMS = [Problem(f"p{i}", f"What is {i}+{i}?", str(2 * i), "number") for i in
 @dataclass
 class FakePair:
     variant: str | None
-    draft_url: str = "http://draft.invalid/v1"
+    draft: str | None = "http://draft.invalid/v1"
     base_url: str = "http://base.invalid/v1"
     api_key: str | None = None
+    alone: str = "1"
+    """The cores of a base started alone (its own; "0-1": it took the draft's too)."""
+
+    @property
+    def urls(self) -> dict[str, str]:
+        return {**({"draft": self.draft} if self.draft else {}), "base": self.base_url}
+
+    @property
+    def cores(self) -> dict[str, str | None]:
+        """The cpu profile's split, or a base alone on :attr:`alone`."""
+        if self.draft is None:
+            return {"base": self.alone}
+        return {"draft": "0", "base": "1"}
 
     async def describe(self) -> dict[str, Any]:
         return {"variant": self.variant, "base": {"models": [{"id": "base-m"}]}}
@@ -437,10 +452,11 @@ class FakeWatch:
 
 def fake_world(events: list[Any], *, fail: str | None = None) -> load_cells.World:
     @contextlib.asynccontextmanager
-    async def open_block(plan, variant):
-        events.append(("open", variant))
-        yield FakePair(variant)
-        events.append(("close", variant))
+    async def open_block(plan, block):
+        events.append(("open", block.variant))
+        draft = "http://draft.invalid/v1" if block.draft else None
+        yield FakePair(block.variant, draft, alone="1" if block.keep_profile_cores else "0-1")
+        events.append(("close", block.variant))
 
     def make_solver(pair, run, plan):
         events.append(("solver", run.mode, pair.variant))
@@ -491,6 +507,8 @@ async def test_a_run_writes_a_line_per_request_a_line_per_cell_and_the_report(tm
     one = next(r for r in records if (r["mode"], r["concurrency"], r["request"]) == ("sd", 2, 0))
     assert one["ok"] and one["correct"] and one["completion_tokens"] == 35
     assert one["variant"] == "sd" and one["run"] == "sd" and "reply" not in one
+    assert one["cores"] == {"base": "1"}  # the sd block: the base alone, on its own core
+    assert all(r["cores"] == {"draft": "0", "base": "1"} for r in records if r["mode"] != "sd")
     assert one["latency_s"] == pytest.approx(one["ended_s"] - one["started_s"])
     bad = next(r for r in records if r["problem_id"] == "p3")
     assert bad["ok"] is False and bad["error"]["type"] == "RuntimeError"
@@ -518,7 +536,9 @@ async def test_a_run_writes_a_line_per_request_a_line_per_cell_and_the_report(tm
         ("sd", 2, 3),
         ("specreason", 2, 3),
     ]
-    assert "| 2 | specreason | 3/4" in (tmp_path / "summary.md").read_text()
+    text = (tmp_path / "summary.md").read_text()  # the cores differ between cells: named
+    assert "| 2 | specreason | draft 0, base 1 | 3/4" in text
+    assert "| 2 | sd | base 1 | 3/4" in text
     meta = json.loads((tmp_path / "meta.json").read_text())
     assert [s["variant"] for s in meta["sessions"][0]["servers"]] == [None, "sd"]
 
@@ -598,15 +618,15 @@ async def test_a_cell_bounds_the_requests_in_flight(tmp_path):
 
 
 async def test_given_urls_give_each_variant_its_base_server(tmp_path):
-    plan = modes_plan(tmp_path, "base,sd,sd-dyn", "1")
+    plan = modes_plan(tmp_path, "base,sd,sd-dyn,specreason", "1")
     got = {}
-    for variant in (None, "sd", "sd-dyn"):
-        async with load_cells.open_block(plan, variant) as pair:
-            got[variant] = (pair.variant, pair.draft_url, pair.base_url)
-    assert got == {
-        None: (None, "http://draft.invalid/v1", "http://base.invalid/v1"),
-        "sd": ("sd", "http://draft.invalid/v1", "http://sd.invalid/v1"),
-        "sd-dyn": ("sd-dyn", "http://draft.invalid/v1", "http://sd-dyn.invalid/v1"),
+    for block in plan_blocks(plan.modes, plan.loads, plan.cores):
+        async with load_cells.open_block(plan, block) as pair:
+            got[block.variant] = (pair.variant, pair.draft, pair.base_url, pair.cores)
+    assert got == {  # the sd blocks need no draft: none given to them
+        None: (None, "http://draft.invalid/v1", "http://base.invalid/v1", NOT_KNOWN),
+        "sd": ("sd", None, "http://sd.invalid/v1", {"base": None}),
+        "sd-dyn": ("sd-dyn", None, "http://sd-dyn.invalid/v1", {"base": None}),
     }
     solver = load_cells.make_solver(
         load_cells.ServerPair(None, "http://d.invalid/v1", "http://b.invalid/v1"),

@@ -376,9 +376,9 @@ def test_servers_the_bench_starts_get_the_clients_key(monkeypatch):
     seen: dict[str, object] = {}
 
     class FakeLauncher:
-        def __init__(self, profile, *, roles, api_key=None):
+        def __init__(self, profile, *, roles, api_key=None, keep_profile_cores=False):
             seen.update(roles=roles, api_key=api_key)
-            self.api_key, self.log_dir = api_key, "logs"
+            self.api_key, self.log_dir, self.profile = api_key, "logs", profile
             self.urls = {"draft": "http://127.0.0.1:1/v1", "base": "http://127.0.0.1:2/v1"}
 
         def __enter__(self):

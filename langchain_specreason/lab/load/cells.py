@@ -2,11 +2,13 @@
 
 A cell sends one request per problem, at most ``concurrency`` in flight, each through the
 bench's own :class:`~..bench.runner.Solver` (the bench's prompt, budget and grading: ``base``
-and ``sd`` answer alone, the judge mode and ``agree`` through the graph). Before a cell both
-servers' prefix caches are emptied (the same problems run in every cell) and their counters
-read; during it their requests running and waiting are sampled; after it the counters are read
-again. ``results.jsonl`` gets one line per request as it ends, ``cells.jsonl`` one line per
-cell (the servers' readings). A cell whose requests are all there is skipped; a partly done
+and ``sd`` answer alone, the judge mode and ``agree`` through the graph). A block whose modes
+need no draft starts the base alone (:class:`~.modes.Block`), and the cores its servers run on
+(``--cores``) are recorded on every line. Before a cell the block's servers' prefix caches are
+emptied (the same problems run in every cell) and their counters read; during it their
+requests running and waiting are sampled; after it the counters are read again.
+``results.jsonl`` gets one line per request as it ends, ``cells.jsonl`` one line per cell (the
+servers' readings). A cell whose requests are all there is skipped; a partly done
 cell is rerun whole (its old lines go: concurrency is what is measured).
 """
 
@@ -34,10 +36,10 @@ from ..shared.servers import ServerPair, ServerSource, reset_prefix_cache
 from .batch import progress_bar, send_all
 from .counters import ROLES, Watch, counter_change, gauge_summary
 from .flags import LoadPlan
-from .modes import Cell, all_cells, plan_blocks
+from .modes import Block, Cell, all_cells, plan_blocks
 from .modes_report import CELLS, write_modes_report
 from .report import RESULTS
-from .resume import done_keys, drop_keys, partial_keys
+from .resume import check_cores, done_keys, drop_keys, partial_keys
 
 KEPT = (
     "run",
@@ -61,6 +63,8 @@ KEPT = (
     "stop",
 )
 """What a request's line keeps of the bench's result line (not the reply, steps or config)."""
+NO_DRAFT = "http://no-draft-server.invalid/v1"
+"""The draft URL of a solver in a base-only block: its modes never call it (a call fails)."""
 
 
 # -- resume -------------------------------------------------------------------------------
@@ -119,24 +123,33 @@ class LoadSolver(Solver):
 class World:
     """How a plan reaches servers: blocks opened, solvers and watches made, caches emptied."""
 
-    open_block: Callable[[LoadPlan, str | None], contextlib.AbstractAsyncContextManager[ServerPair]]
+    open_block: Callable[[LoadPlan, Block], contextlib.AbstractAsyncContextManager[ServerPair]]
     make_solver: Callable[[ServerPair, Run, LoadPlan], Solves]
     make_watch: Callable[[ServerPair, LoadPlan], Watches]
     reset_caches: Callable[[ServerPair], Any]
 
 
 @contextlib.asynccontextmanager
-async def open_block(plan: LoadPlan, variant: str | None) -> AsyncIterator[ServerPair]:
-    """The servers of one variant's block: given by URL, or the profile's started and stopped."""
+async def open_block(plan: LoadPlan, block: Block) -> AsyncIterator[ServerPair]:
+    """The servers of one block: given by URL, or the profile's started and stopped.
+
+    A block whose modes need no draft has the base alone (no draft URL, none started); a
+    started lone base keeps its profile's cores unless ``--cores mode``.
+    """
+    variant = block.variant
     if plan.explicit:
         assert plan.draft_url and plan.base_url
         base = plan.base_url if variant is None else plan.variant_urls[variant]
-        yield ServerPair(variant, plan.draft_url, base, api_key=plan.api_key)
+        draft = plan.draft_url if block.draft else None
+        yield ServerPair(variant, draft, base, api_key=plan.api_key)
         return
-    with ServerSource(plan.profile, api_key=plan.api_key).servers(variant) as pair:
+    source = ServerSource(plan.profile, api_key=plan.api_key)
+    with source.servers(
+        variant, roles=block.roles, keep_profile_cores=block.keep_profile_cores
+    ) as pair:
         yield pair
     print(
-        f"bench load: stopped the {variant or 'plain'} block's servers",
+        f"bench load: stopped the {block.label} block's servers",
         file=sys.stderr,
         flush=True,
     )
@@ -146,22 +159,29 @@ def make_solver(pair: ServerPair, run: Run, plan: LoadPlan) -> Solves:
     """The bench's solver of ``run`` on ``pair`` (every call may wait ``timeout`` s)."""
     timeout = float(plan.model_settings["timeout"])
     draft, base = endpoint_pair(
-        pair.draft_url, pair.base_url, api_key=pair.api_key, timeout=timeout, judge_timeout=timeout
+        pair.urls.get("draft", NO_DRAFT),
+        pair.base_url,
+        api_key=pair.api_key,
+        timeout=timeout,
+        judge_timeout=timeout,
     )
     return LoadSolver(run, draft, base, plan.bench_settings)
 
 
 def make_watch(pair: ServerPair, plan: LoadPlan) -> Watches:
-    """Both servers' ``/metrics``, gauges read every ``plan.sample_interval`` s."""
-    return Watch({"draft": pair.draft_url, "base": pair.base_url}, interval=plan.sample_interval)
+    """The block's servers' ``/metrics``, gauges read every ``plan.sample_interval`` s.
+
+    A block of the base alone has no draft server to read.
+    """
+    return Watch(pair.urls, interval=plan.sample_interval)
 
 
 async def reset_caches(pair: ServerPair) -> bool | None:
-    """Empty both servers' prefix caches: ``True`` done, ``False`` one refused, ``None`` none."""
-    got = [
-        await reset_prefix_cache(url, api_key=pair.api_key)
-        for url in (pair.draft_url, pair.base_url)
-    ]
+    """Empty the block's servers' prefix caches: ``True`` done, ``False`` one refused.
+
+    ``None``: no server answered. A block of the base alone has no draft cache to empty.
+    """
+    got = [await reset_prefix_cache(url, api_key=pair.api_key) for url in pair.urls.values()]
     if False in got:
         return False
     return True if True in got else None
@@ -210,11 +230,13 @@ async def run_cell(
     problems: Sequence[Problem],
     sink: Any,
     bar: tqdm[Any] | None = None,
+    cores: dict[str, str | None] | None = None,
 ) -> list[dict[str, Any]]:
     """Send one request per problem, ``cell.concurrency`` in flight at most; lines in order.
 
     Each line goes to ``sink`` as its answer (or error) comes; latency runs from the send
-    (past the gate) to the answer, ``started_s``/``ended_s`` from the cell's start.
+    (past the gate) to the answer, ``started_s``/``ended_s`` from the cell's start. ``cores``:
+    the cores each of the block's servers runs on (:attr:`ServerPair.cores`), on every line.
     """
 
     async def ask(index: int, problem: Problem) -> dict[str, Any]:
@@ -226,6 +248,8 @@ async def run_cell(
         if record is None:
             record = request_line(cell, index, problem, None, exc)
         record.update(run=run.label, variant=run.variant)
+        if cores is not None:
+            record["cores"] = dict(cores)
         return record
 
     return await send_all(problems, cell.concurrency, ask, line, sink, bar)
@@ -240,12 +264,17 @@ def cell_line(
     cold: bool | None,
     started_at: str,
     seconds: float,
+    cores: dict[str, str | None] | None = None,
 ) -> dict[str, Any]:
-    """A cell's line: the servers' counters before, after and their difference, the gauges."""
+    """A cell's line: the servers' counters before, after and their difference, the gauges.
+
+    ``cores``: the cores of each server the block started (``None`` values: not known).
+    """
     return {
         "mode": cell.mode,
         "concurrency": cell.concurrency,
         "variant": variant,
+        "cores": None if cores is None else dict(cores),
         "started_at": started_at,
         "seconds": seconds,
         "prefix_cache_reset": cold,
@@ -266,13 +295,14 @@ async def execute_modes(
 ) -> list[Path]:
     """Run every cell not yet done, one server block at a time; write the report."""
     problems = plan.first_problems(problems)
+    check_cores(plan.out, plan.cores)
     meta = MetaFile(plan.out, plan.meta_settings)
     meta.save()
     path, cells_path = plan.out / RESULTS, plan.out / CELLS
     records = read_records(path)
     done = done_cells(records, plan.requests)
     partial = partial_cells(records, plan.requests)
-    blocks = plan_blocks(plan.modes, plan.loads)
+    blocks = plan_blocks(plan.modes, plan.loads, plan.cores)
     todo = [cell for cell in all_cells(blocks) if cell not in done]
     skipped = [cell.label for cell in all_cells(blocks) if cell in done]
     say = f"bench load: cells to run: {', '.join(c.label for c in todo) or 'none'}"
@@ -297,13 +327,13 @@ async def execute_modes(
     runs = plan.runs
     correct = 0
     with progress_bar(len(todo) * plan.requests, progress) as bar:
-        for variant, cells in blocks:
-            block_todo = [cell for cell in cells if cell in todo]
+        for block in blocks:
+            block_todo = [cell for cell in block.cells if cell in todo]
             if not block_todo:
                 continue
-            async with world.open_block(plan, variant) as pair:
+            async with world.open_block(plan, block) as pair:
                 meta.add_servers(await pair.describe())
-                watch = world.make_watch(pair, plan)
+                watch, cores, variant = world.make_watch(pair, plan), pair.cores, block.variant
                 for cell in block_todo:
                     bar.set_postfix_str(cell.label)
                     run = runs[cell.mode]
@@ -313,13 +343,21 @@ async def execute_modes(
                     started_at, clock = datetime.now(UTC).isoformat(), time.perf_counter()
                     with JsonlAppender(path) as sink:
                         async with watch.sampling() as samples:
-                            got = await run_cell(cell, run, solver, problems, sink, bar)
+                            got = await run_cell(cell, run, solver, problems, sink, bar, cores)
                     seconds = time.perf_counter() - clock
                     after = await watch.counters()
                     with JsonlAppender(cells_path) as cells_sink:
                         cells_sink.write(
                             cell_line(
-                                cell, variant, before, after, samples, cold, started_at, seconds
+                                cell,
+                                variant,
+                                before,
+                                after,
+                                samples,
+                                cold,
+                                started_at,
+                                seconds,
+                                cores,
                             )
                         )
                     correct += sum(bool(r.get("correct")) for r in got)

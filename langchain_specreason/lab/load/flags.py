@@ -28,7 +28,15 @@ from ..shared.datasets import Problem
 from ..shared.flags import NO_PROGRESS_HELP, add_judge_flag, add_output_flags
 from ..shared.modes import Run
 from ..shared.servers import add_api_key_flag, api_key_of
-from .modes import DEFAULT_LOADS, LOAD_MODES, mode_run, parse_load_modes, variant_of
+from .modes import (
+    CORES,
+    DEFAULT_CORES,
+    DEFAULT_LOADS,
+    LOAD_MODES,
+    mode_run,
+    parse_load_modes,
+    variant_of,
+)
 
 DATASET = "gsm8k"
 
@@ -122,6 +130,17 @@ def add_parser(subparsers: Any) -> None:
         help="--modes: a `specreason probe` summary.json measured with an sd server; its "
         "predicted sd speed-up over base at each load (t_b(N) / t_s(N)) goes beside the "
         "measured sd cells in summary.md",
+    )
+    load.add_argument(
+        "--cores",
+        choices=CORES,
+        default=DEFAULT_CORES,
+        help="--modes with the profile's servers: 'profile' keeps every server on its "
+        "profile's cores, the pair's split, as earlier readings were measured (a block whose "
+        "modes need no draft starts the base alone, on its own cores); 'mode' runs each mode "
+        "as it would be deployed: base, sd and sd-dyn in blocks of the base alone on the "
+        "whole machine (plain base apart from specreason and agree's pair). One folder holds "
+        f"one setting (default: {DEFAULT_CORES})",
     )
     load.add_argument(
         "--sample-interval",
@@ -262,6 +281,9 @@ class LoadPlan:
     probe: Path | None = None
     """``--probe``: a probe's ``summary.json`` whose ``sd`` prediction the report shows (it is
     not a setting the folder's sessions share: a resume may give another or none)."""
+    cores: str = DEFAULT_CORES
+    """``--cores``: ``profile`` (every server on its profile's cores) or ``mode`` (a base that
+    runs alone on the whole machine); one folder holds one (:func:`.resume.check_cores`)."""
 
     def first_problems(self, problems: Sequence[Problem]) -> list[Problem]:
         """The ``requests`` problems every cell (or replica count) runs; ConfigError if fewer."""
@@ -314,6 +336,8 @@ class LoadPlan:
         else:
             out["concurrency"] = self.concurrency
         out["servers"] = "given by URL" if self.explicit else f"profile {self.profile}"
+        if self.cores != DEFAULT_CORES:  # absent: the profile's cores, as older folders
+            out["cores"] = self.cores
         return {**out, **self.model_settings}
 
 
@@ -426,6 +450,15 @@ def make_plan(args: argparse.Namespace) -> LoadPlan:
         settings["threshold"] = args.threshold
     if args.sample_interval is None or args.sample_interval <= 0:
         raise ConfigError(f"--sample-interval must be positive, got {args.sample_interval}")
+    cores = getattr(args, "cores", None) or DEFAULT_CORES
+    if cores != DEFAULT_CORES:
+        if not modes:
+            raise ConfigError(f"--cores {cores} goes with --modes (the servers of each mode)")
+        if explicit:
+            raise ConfigError(
+                f"--cores {cores}: servers given by URL run on the cores they were started "
+                "with; drop --draft-url/--base-url to let the benchmark start the profile's"
+            )
     probe = getattr(args, "probe", None)
     if probe is not None:
         if not modes:
@@ -448,6 +481,7 @@ def make_plan(args: argparse.Namespace) -> LoadPlan:
         args.sample_interval,
         args.dataset,
         Path(probe) if probe is not None else None,
+        cores,
     )
     # raises ConfigError for a bad budget, temperature, judge, threshold... (no call is made)
     if modes:

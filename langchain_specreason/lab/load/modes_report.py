@@ -4,7 +4,9 @@ Made from ``results.jsonl`` and ``cells.jsonl`` (and ``meta.json``'s settings) a
 be rebuilt from a folder. Per cell: answers right, McNemar against ``base`` at the same load,
 latency p50/p90, aggregate completion tokens/s, goodput (right answers per minute), the paired
 bootstrap speed-up over ``base`` on the same problems, and the servers' own counters and
-gauges. ``latency_goodput.png``: p50 latency and goodput against load, one line per mode.
+gauges, and the cores each server ran on (``bench load --cores``: a column of the table when
+they differ between cells, one line under it when not). ``latency_goodput.png``: p50 latency
+and goodput against load, one line per mode.
 
 With a probe's ``summary.json`` (``bench load --probe``), the ``sd`` rows carry the probe's
 predicted speed-up over ``base`` at their load (``t_b(N) / t_s(N)``, its decode steps:
@@ -115,6 +117,9 @@ def summarise_cells(
         row["server"] = (line or {}).get("server")
         row["gauges"] = (line or {}).get("gauges")
         row["prefix_cache_reset"] = (line or {}).get("prefix_cache_reset")
+        row["cores"] = (line or {}).get("cores") or next(
+            (r["cores"] for r in mine if r.get("cores")), None
+        )
         if probe is not None and cell.mode == SD:
             row["probe_sd_speedup"] = probe.get(cell.concurrency)
         rows.append(row)
@@ -141,17 +146,27 @@ def _gauge(row: Mapping[str, Any], role: str, key: str) -> str:
     return f"{got[key + '_mean']:.1f} / {got[key + '_max']:.0f}"
 
 
+def cores_text(cores: Mapping[str, str | None] | None) -> str:
+    """``draft 0, base 1`` or ``base 0-1`` (``?``: a server's cores not known; ``–``: none)."""
+    if not cores:
+        return "–"
+    return ", ".join(f"{role} {got or '?'}" for role, got in cores.items())
+
+
 def render_modes_markdown(summary: Mapping[str, Any], meta: Mapping[str, Any] | None = None) -> str:
     """``summary.md`` of :func:`summarise_cells`'s numbers."""
     out = ["# Load benchmark: modes across load", ""]
     lines = settings_lines(dict(meta or {}))
     out += [*lines, ""] if lines else []
     ref = summary.get("reference", REFERENCE)
+    kinds = list(dict.fromkeys(cores_text(r.get("cores")) for r in summary["rows"]))
+    by_cell = len(kinds) > 1  # the cores differ between cells: a column says which
     out += [
-        f"| load | mode | right [95%] | McNemar p vs {ref} | p50 s | p90 s | wall s | "
+        f"| load | mode | {'cores | ' if by_cell else ''}right [95%] | McNemar p vs {ref} | "
+        "p50 s | p90 s | wall s | "
         f"completion tok/s | goodput right/min | speed-up vs {ref} [95%] | wall vs {ref} | "
         "failures |",
-        "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        f"|--:|---|{'---|' if by_cell else ''}--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for r in summary["rows"]:
         low, high = r["accuracy_95"]
@@ -161,13 +176,19 @@ def render_modes_markdown(summary: Mapping[str, Any], meta: Mapping[str, Any] | 
             a, b = vs["speedup_95"]
             speed = f"{vs['speedup']:.2f}× [{a:.2f}, {b:.2f}]"
         out.append(
-            f"| {r['concurrency']} | {r['mode']} | {r['correct']}/{r['requests']} "
+            f"| {r['concurrency']} | {r['mode']} | "
+            f"{cores_text(r.get('cores')) + ' | ' if by_cell else ''}"
+            f"{r['correct']}/{r['requests']} "
             f"[{low:.0%}, {high:.0%}] | {fmt(vs.get('mcnemar_p'), '.3g')} | "
             f"{fmt(r['latency_p50_s'], '.1f')} | {fmt(r['latency_p90_s'], '.1f')} | "
             f"{fmt(r['wall_s'], '.1f')} | {fmt(r['tokens_per_s'], '.1f')} | "
             f"{fmt(r['goodput_per_min'], '.2f')} | {speed} | "
             f"{fmt(vs.get('wall_ratio'), '.2f', '×')} | {r['failures']} |"
         )
+    if by_cell:
+        out += ["", "Cores: the CPU cores each server of the cell's block ran on (`?`: not known)."]
+    elif kinds and kinds[0] != "–":
+        out += ["", f"Every cell's servers ran on the same cores: {kinds[0]} (`?`: not known)."]
     out += [
         "",
         "The servers' own counters over each cell (`/metrics` before and after; their "

@@ -4,6 +4,9 @@ A group is a replica count (the replica comparison) or a (mode, load) cell (``--
 caller names it with ``key``, a function of a line. A group whose ``requests`` requests
 (indexes 0..R-1) all have a line is done; one with some lines but not all is rerun whole, its
 old lines dropped (concurrency is what is measured).
+
+A folder holds one ``--cores`` setting (:func:`check_cores`): its cells are compared with each
+other, and a base on one core is not the same server as a base on two.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..shared.results import read_records
+from ...errors import ConfigError
+from ..shared.results import META, read_records
 
 K = TypeVar("K", bound=Hashable)
 
@@ -48,3 +52,23 @@ def drop_keys(path: Path, keys: Collection[K], key: Callable[[Mapping[str, Any]]
     )
     tmp.replace(path)
     return len(records) - len(keep)
+
+
+def check_cores(out: Path, cores: str, default: str = "profile") -> None:
+    """Refuse to resume ``out`` with another ``--cores`` than its ``meta.json`` settings hold.
+
+    A folder without the setting was measured on the profile's cores (``default``), as every
+    folder before ``--cores``. A folder without ``meta.json`` (a new one) is fine.
+    """
+    path = out / META
+    try:
+        settings = json.loads(path.read_text()).get("settings") or {}
+    except (OSError, ValueError, AttributeError):
+        return
+    had = settings.get("cores", default)
+    if had != cores:
+        raise ConfigError(
+            f"--cores {cores}: {out} holds cells measured with --cores {had}; one folder holds "
+            f"one --cores setting (its cells are compared), so give --cores {had} to resume "
+            "it, or another --out"
+        )

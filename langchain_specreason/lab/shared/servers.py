@@ -4,13 +4,19 @@ Runs needing token-level speculative decoding (``sd``, ``specreason+sd``) need a
 started with the profile's speculative variant, so with a profile the benchmark starts and
 stops a :class:`~..serving.launcher.Launcher` per variant. With URLs, the caller names the
 speculative base server (``--sd-base-url``).
+
+A group of runs that needs no draft server (``bench load``'s ``base`` and ``sd`` blocks) asks
+for the base alone (``roles=("base",)``): then :attr:`ServerPair.draft_url` is absent, and on
+the CPU profiles the lone base gets the draft's cores too unless ``keep_profile_cores``
+(:func:`~..serving.profiles.bind_cores`). The pair keeps the launcher's profile, the servers'
+cores as bound, so ``meta.json`` and :attr:`ServerPair.cores` say what they ran on.
 """
 
 from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +24,7 @@ from typing import Any
 from ...arbitrage.features import ROUTER_CONFIG
 from ...endpoint import OpenAIEndpoint
 from ...errors import ConfigError, EndpointError
+from ...serving.cores import binding
 from ...serving.launcher import Launcher
 from ...serving.profiles import Profile, Role, load_profile
 from ...serving.secrets import CLIENT_KEY_ENVS, client_api_key, redact_args, redact_env
@@ -63,12 +70,14 @@ def api_key_of(args: Any) -> str | None:
 
 @dataclass(frozen=True)
 class ServerPair:
-    """A draft and a base server, and (when the benchmark started them) their profile."""
+    """A draft and a base server (or the base alone), and their profile when started here."""
 
     variant: str | None
-    draft_url: str
+    draft: str | None
+    """The draft server's URL; ``None``: not started (a block that needs only the base)."""
     base_url: str
     profile: Profile | None = field(default=None, compare=False)
+    """The profile the servers run with, cores as bound (the launcher's: :attr:`cores`)."""
     router_url: str | None = None
     """The Arbitrage router server, when a run needs it."""
     router_model: str | None = None
@@ -76,10 +85,41 @@ class ServerPair:
     api_key: str | None = field(default=None, repr=False, compare=False)
     """The key the clients send (the key of the servers when the benchmark started them)."""
 
+    @property
+    def draft_url(self) -> str:
+        """The draft server's URL; absent (AttributeError) when no draft server was started."""
+        if self.draft is None:
+            raise AttributeError(
+                f"no draft server in the {self.variant or 'plain'} block: only the base started"
+            )
+        return self.draft
+
+    @property
+    def roles(self) -> tuple[Role, ...]:
+        """The roles served: ``("draft", "base")``, or ``("base",)`` alone."""
+        return ("draft", "base") if self.draft is not None else ("base",)
+
+    @property
+    def urls(self) -> dict[str, str]:
+        """The URL of each served role (no ``draft`` key when the base runs alone)."""
+        out = {"draft": self.draft} if self.draft is not None else {}
+        return {**out, "base": self.base_url}
+
+    @property
+    def cores(self) -> dict[str, str | None]:
+        """The cores each served role runs on (``0-1``), as its launcher bound them.
+
+        ``None``: not known (servers given by URL) or not bound (a GPU profile, ``auto``).
+        """
+        if self.profile is None:
+            return {role: None for role in self.roles}
+        return {role: binding(getattr(self.profile, role).env) for role in self.roles}
+
     async def describe(self) -> dict[str, Any]:
         """URLs, served models and (when known) the servers' flags, for ``meta.json``."""
         out: dict[str, Any] = {"variant": self.variant, "started_by_bench": bool(self.profile)}
-        for role, url in (("draft", self.draft_url), ("base", self.base_url)):
+        cores = self.cores
+        for role, url in self.urls.items():
             info: dict[str, Any] = {
                 "url": url,
                 "models": await served_models(url, api_key=self.api_key),
@@ -87,9 +127,14 @@ class ServerPair:
             if self.profile is not None:
                 spec = self.profile.draft if role == "draft" else self.profile.base
                 info.update(
-                    model=spec.model, args=redact_args(spec.args), env=redact_env(dict(spec.env))
+                    model=spec.model,
+                    args=redact_args(spec.args),
+                    env=redact_env(dict(spec.env)),
+                    cores=cores[role],
                 )
             out[role] = info
+        if self.draft is None:
+            out["draft"] = None  # not started: the block's modes need only the base
         if self.router_model:
             out["router"] = {"in_process": self.router_model}
         if self.router_url:
@@ -166,18 +211,31 @@ class ServerSource:
                 load_profile(self.profile, variant=variant)  # raises for an unknown variant
 
     @contextlib.contextmanager
-    def servers(self, variant: str | None, *, router: bool = False) -> Iterator[ServerPair]:
+    def servers(
+        self,
+        variant: str | None,
+        *,
+        router: bool = False,
+        roles: Sequence[Role] = ("draft", "base"),
+        keep_profile_cores: bool = False,
+    ) -> Iterator[ServerPair]:
         """The servers of ``variant`` for the duration of the block (started and stopped).
 
-        With ``router``, the router server too (unless given by URL).
+        ``roles``: ``("draft", "base")`` (the default), or ``("base",)`` for a block that needs
+        no draft (then the pair has no draft URL, and a started lone base takes the draft's
+        cores too on the CPU profiles unless ``keep_profile_cores``). With ``router``, the
+        router server too (unless given by URL).
         """
+        if "base" not in roles or set(roles) - {"draft", "base"}:
+            raise ConfigError(f"a server block is the draft and the base, or the base: {roles}")
+        draft = "draft" in roles
         if self.explicit:
             assert self.draft_url and self.base_url
             base = self.sd_base_url if variant is not None else self.base_url
             assert base is not None
             yield ServerPair(
                 variant,
-                self.draft_url,
+                self.draft_url if draft else None,
                 base,
                 router_url=self.router_url,
                 router_model=self.router_model,
@@ -186,19 +244,24 @@ class ServerSource:
             return
         profile = load_profile(self.profile, variant=variant)
         own_router = router and not self.router_url and not self.router_model
-        roles: tuple[Role, ...] = ("draft", "base", "router") if own_router else ("draft", "base")
-        launcher = Launcher(profile, roles=roles, api_key=self.api_key)
+        started: tuple[Role, ...] = ("draft", "base") if draft else ("base",)
+        if own_router:
+            started += ("router",)
+        launcher = Launcher(
+            profile, roles=started, api_key=self.api_key, keep_profile_cores=keep_profile_cores
+        )
         announce_start(
-            f"bench: starting the {profile.name}{'/' + variant if variant else ''} servers",
+            f"bench: starting the {profile.name}{'/' + variant if variant else ''} "
+            f"{'servers' if draft else 'base server alone'}",
             launcher,
         )
         with launcher:
             router_url = launcher.urls.get("router") if own_router else self.router_url
             yield ServerPair(
                 variant,
-                launcher.urls["draft"],
+                launcher.urls["draft"] if draft else None,
                 launcher.urls["base"],
-                profile,
+                launcher.profile,
                 router_url=router_url,
                 router_model=self.router_model,
                 api_key=launcher.api_key,
