@@ -161,6 +161,21 @@ def texts_of(labels: Sequence[LabelledStep], tag_authors: bool) -> list[str]:
     return [router_input(step, tag_authors) for step in labels]
 
 
+def examples(
+    labels: Sequence[LabelledStep], base_model: Path, settings: TrainSettings, progress: bool
+) -> tuple[list[list[float]], list[bool]]:
+    """Each step's hidden state (cached) and target (escalate: advantage > the margin)."""
+    xs = hidden_states(
+        base_model,
+        texts_of(labels, True),
+        max_tokens=settings.max_tokens,
+        cache=cache_file(base_model, settings.max_tokens, True),
+        threads=settings.threads,
+        progress=progress,
+    )
+    return xs, [bool(label_of(step, settings.margin)) for step in labels]
+
+
 def cross_validate_frozen(
     labels: Sequence[LabelledStep],
     out: Path,
@@ -180,15 +195,7 @@ def cross_validate_frozen(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     fold_of = problem_folds(labels, folds, settings.seed)
-    xs = hidden_states(
-        base_model,
-        texts_of(labels, True),
-        max_tokens=settings.max_tokens,
-        cache=cache_file(base_model, settings.max_tokens, True),
-        threads=settings.threads,
-        progress=progress,
-    )
-    ys = [bool(label_of(step, settings.margin)) for step in labels]
+    xs, ys = examples(labels, base_model, settings, progress)
     ids = [example_id(step) for step in labels]
     rows: list[dict[str, Any]] = []
     for fold in range(folds):
@@ -222,15 +229,7 @@ def train_frozen(
 
     from .common import ID2LABEL, LABEL2ID, example_id, load_tokenizer, save_router
 
-    xs = hidden_states(
-        base_model,
-        texts_of(labels, True),
-        max_tokens=settings.max_tokens,
-        cache=cache_file(base_model, settings.max_tokens, True),
-        threads=settings.threads,
-        progress=progress,
-    )
-    ys = [bool(label_of(step, settings.margin)) for step in labels]
+    xs, ys = examples(labels, base_model, settings, progress)
     model, l2 = fit_head(xs, ys, [example_id(step) for step in labels])
     keep, escalate, offset = head_rows(model)
     tokenizer = load_tokenizer(base_model)
@@ -270,6 +269,7 @@ __all__ = [
     "FEATURES_DIR",
     "cache_file",
     "cross_validate_frozen",
+    "examples",
     "fit_head",
     "head_rows",
     "hidden_states",
