@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ...errors import ConfigError
-
 
 class Decided(Protocol):
     """What a ceiling reads of a decision (a :class:`~.report.DecisionReading`)."""
@@ -102,18 +100,11 @@ class PairSpeeds:
 
 def read_speeds(path: Path) -> PairSpeeds:
     """The speeds of a ``specreason probe`` summary.json; ConfigError naming a bad file."""
-    from ..probe.ceilings import ceilings
+    from ..probe.ceilings import ceilings, reading_probe
     from ..probe.report import load, measured_of
 
-    try:
-        doc = load(path)
-        c = ceilings(measured_of(doc))
-    except OSError as exc:
-        raise ConfigError(f"--probe {path}: {exc.strerror or exc}") from None
-    except (ValueError, KeyError, TypeError):
-        raise ConfigError(
-            f"--probe {path}: not a probe summary (write one with `specreason probe`)"
-        ) from None
+    with reading_probe(path) as where:
+        c = ceilings(measured_of(load(where)))
     return PairSpeeds(str(path), c.load, c.c, c.sd, c.c_sd, c.noise)
 
 

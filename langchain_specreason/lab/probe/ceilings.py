@@ -93,7 +93,8 @@ verdict says so, and that a tune run would only confirm it.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -442,18 +443,32 @@ def tune_table(c: Ceilings, judge: str) -> dict[str, Any]:
     }
 
 
-def load_tune_table(path: str | Path) -> dict[str, Any]:
-    """The ``tune`` section of a probe's ``summary.json`` (ConfigError naming the file)."""
+@contextmanager
+def reading_probe(path: str | Path) -> Iterator[Path]:
+    """Read a probe's ``summary.json`` inside the block; its errors become one ConfigError.
+
+    A file that cannot be read, or does not hold what the block reads, is one ConfigError
+    naming ``--probe path``. A ConfigError raised in the block (e.g. a load the probe did not
+    measure) passes as it is.
+    """
     where = Path(path)
     try:
-        table = json.loads(where.read_text(encoding="utf-8"))["tune"]
-        float(table["reference"]), table["plain"]["any_judge"], table["sd"]["any_judge"]
+        yield where
+    except ConfigError:
+        raise
     except OSError as exc:
         raise ConfigError(f"--probe {where}: {exc.strerror or exc}") from None
     except (ValueError, KeyError, TypeError):
         raise ConfigError(
             f"--probe {where}: not a probe summary (write one with `specreason probe`)"
         ) from None
+
+
+def load_tune_table(path: str | Path) -> dict[str, Any]:
+    """The ``tune`` section of a probe's ``summary.json`` (ConfigError naming the file)."""
+    with reading_probe(path) as where:
+        table = json.loads(where.read_text(encoding="utf-8"))["tune"]
+        float(table["reference"]), table["plain"]["any_judge"], table["sd"]["any_judge"]
     return dict(table)
 
 

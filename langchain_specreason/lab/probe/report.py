@@ -51,6 +51,7 @@ from .ceilings import (
     Verdict,
     beats,
     ceilings,
+    reading_probe,
     sd_by_load,
     tune_table,
     verdict,
@@ -255,20 +256,13 @@ def load_sd_prediction(path: str | Path) -> dict[int, float]:
     Read from the decode rows (any probe's file, old ones too); ConfigError naming the file
     when it is not a probe summary or measured no ``sd`` server.
     """
-    where = Path(path)
-    try:
+    with reading_probe(path) as where:
         decode = json.loads(where.read_text(encoding="utf-8"))["decode"]
         steps = {
             role: {int(row["concurrency"]): float(row["step_s"]) for row in decode[role]}
             for role in ("base", "sd")
             if role in decode
         }
-    except OSError as exc:
-        raise ConfigError(f"--probe {where}: {exc.strerror or exc}") from None
-    except (ValueError, KeyError, TypeError):
-        raise ConfigError(
-            f"--probe {where}: not a probe summary (write one with `specreason probe`)"
-        ) from None
     predicted = sd_by_load(steps.get("base", {}), steps.get("sd", {}))
     if not predicted:
         raise ConfigError(
