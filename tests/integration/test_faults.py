@@ -66,8 +66,8 @@ async def test_32_concurrent_requests_at_the_defaults_lose_no_step(pair):
     # The library's defaults (judge, thresholds, temperature, lookahead, max_concurrency),
     # 32 runs at once; only the budget and the answer's cap are lowered (the tiny test models
     # often loop until a cap is spent: 32 x (8192 + 1024) tokens would not fit CI's time; with
-    # caps of 256 + 1024 this test took 476 s of a clean-clone CI run, with 256 + 128 254-269 s;
-    # 128 + 64 keeps several steps a run, judged and some rewritten, with CI under its hour).
+    # caps of 256 + 1024 this test took 476 s of a clean-clone CI run, with 256 + 128 254-269 s,
+    # with 128 + 64 263 s and 107 steps over the 32 runs: below 256 the caps no longer set it).
     draft_url, base_url = pair
     llm = ChatSpecReason(draft_url=draft_url, base_url=base_url, budget=128, answer_max_tokens=64)
     graph = llm.graph  # what the chat model runs, with its events
