@@ -23,7 +23,7 @@ from langchain_specreason.lab.training.train import (
     predict,
     train_router,
 )
-from tests.unit.test_router_rollout_labels import rollout, tiny_model, write_folder
+from tests.unit.test_router_rollout_labels import six_problems, tiny_model, write_folder
 
 MODEL = LogisticModel(
     names=("a", "b", "c"),
@@ -86,11 +86,7 @@ def test_the_judge_adds_the_folders_offset(tmp_path):
 @pytest.mark.needs_transformers
 def test_frozen_cross_validation_and_the_saved_router_agree(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECREASON_CACHE_DIR", str(tmp_path / "cache"))
-    rows = [
-        rollout(f"p{p}", i, 0.5 if i == 1 else 0.0, harmful=i == 1)
-        for p in range(6)
-        for i in range(3)
-    ]
+    rows = six_problems()
     steps = load_labels(write_folder(tmp_path / "dev", rows))
     base = tiny_model(tmp_path / "base")
     settings = TrainSettings(method="frozen", max_tokens=32, threads=1)

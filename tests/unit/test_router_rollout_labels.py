@@ -177,13 +177,18 @@ def tiny_model(folder: Path) -> Path:
     return folder
 
 
-@pytest.mark.needs_transformers
-def test_cross_validation_end_to_end_on_a_tiny_model(tmp_path):
-    rows = [
+def six_problems() -> list[dict]:
+    """Six problems of three steps, the second of each harmful (advantage 0.5)."""
+    return [
         rollout(f"p{p}", i, 0.5 if i == 1 else 0.0, harmful=i == 1)
         for p in range(6)
         for i in range(3)
     ]
+
+
+@pytest.mark.needs_transformers
+def test_cross_validation_end_to_end_on_a_tiny_model(tmp_path):
+    rows = six_problems()
     steps = load_labels(write_folder(tmp_path / "dev", rows))
     base = tiny_model(tmp_path / "base")
     settings = TrainSettings(epochs=1, max_tokens=32, threads=1, batch_size=4)
