@@ -115,15 +115,17 @@ def hidden_states(
 def linear_p(model: Any, x: Sequence[float]) -> float:
     """``P(escalate)`` by a logistic model fitted with escalate as its "harmful" class.
 
-    ``model``: a :class:`~langchain_specreason.judges.learned.LogisticModel`; read without the
-    fit's clip (see the module).
+    ``model``: a :class:`~langchain_specreason.judges.learned.LogisticModel`; read as the saved
+    head reads it (:func:`head_rows`, :func:`head_p`), without the fit's clip (see the module).
     """
-    z = model.bias + math.fsum(
-        w * (v - m) / s
-        for w, v, m, s in zip(model.weights, x, model.means, model.scales, strict=True)
-    )
-    z = max(-60.0, min(60.0, z))
-    return 1.0 / (1.0 + math.exp(z))  # the model's logit is of keeping the step
+    _keep, escalate, offset = head_rows(model)
+    return head_p(escalate, offset, x)
+
+
+def head_p(escalate: Sequence[float], offset: float, x: Sequence[float]) -> float:
+    """``P(escalate)`` of the saved head: ``sigmoid(escalate . x + offset)`` (keep row zero)."""
+    z = offset + math.fsum(w * v for w, v in zip(escalate, x, strict=True))
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
 
 def fit_head(
@@ -203,8 +205,9 @@ def cross_validate_frozen(
         model, l2 = fit_head(
             [xs[i] for i in train], [ys[i] for i in train], [ids[i] for i in train]
         )
+        _keep, escalate, offset = head_rows(model)
         rows += [
-            prediction_line(labels[i], linear_p(model, xs[i]), fold=fold, l2=l2)
+            prediction_line(labels[i], head_p(escalate, offset, xs[i]), fold=fold, l2=l2)
             for i, f in enumerate(fold_of)
             if f == fold
         ]
@@ -243,7 +246,7 @@ def train_frozen(
         "l2": l2,
         "steps": len(ys),
         "escalate": sum(ys),
-        "train_p_escalate_mean": sum(linear_p(model, x) for x in xs) / len(xs),
+        "train_p_escalate_mean": sum(head_p(escalate, offset, x) for x in xs) / len(xs),
     }
     save_router(
         classifier,
@@ -271,6 +274,7 @@ __all__ = [
     "cross_validate_frozen",
     "examples",
     "fit_head",
+    "head_p",
     "head_rows",
     "hidden_states",
     "linear_p",
