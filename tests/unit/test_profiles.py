@@ -140,6 +140,11 @@ def _speculative_config(name: str, variant: str) -> dict:
 
 
 SD_DYN = [p for p in list_profiles() if "sd-dyn" in load_profile(p).variants]
+SD_DYN_SCHEDULES = {
+    "cpu": [[1, 4, 4], [5, 1024, 2]],
+    "gpu-1x": [[1, 2, 4], [3, 4, 2], [5, 1024, 1]],
+    "gpu-2x": [[1, 2, 4], [3, 4, 2], [5, 1024, 1]],
+}
 
 
 def test_sd_dyn_is_on_every_profile_with_sd():
@@ -152,8 +157,17 @@ def test_sd_dyn_is_sd_with_a_speculation_length_per_batch_size(name):
     sd, dyn = _speculative_config(name, "sd"), _speculative_config(name, "sd-dyn")
     schedule = dyn.pop("num_speculative_tokens_per_batch_size")
     assert dyn == sd  # the same drafter and the same longest speculation, K = 4
-    # the provisional schedule of serve/README.md: K = 4 at 1-2 requests, 2 at 3-4, 0 above
-    assert schedule == [[1, 2, 4], [3, 4, 2], [5, 1024, 0]]
+    # serve/README.md, "sd-dyn": cpu's chosen on dev prompts, the GPUs' provisional
+    assert schedule == SD_DYN_SCHEDULES[name]
+
+
+@pytest.mark.parametrize("name", SD_DYN)
+def test_sd_dyn_never_stops_speculating_with_a_draft_model(name):
+    # vLLM 0.32 runs a draft model's forward pass even at K = 0 (llm_base_proposer.propose keeps
+    # the drafter's KV cache in step), so K = 0 pays the drafting and gains nothing: K >= 1
+    config = _speculative_config(name, "sd-dyn")
+    assert config["method"] == "draft_model"
+    assert min(k for _, _, k in config["num_speculative_tokens_per_batch_size"]) >= 1
 
 
 @pytest.mark.needs_vllm
@@ -174,8 +188,13 @@ def test_vllm_accepts_the_sd_dyn_schedule(vllm_parser, name):
     schedule = TypeAdapter(field.type).validate_python(
         config["num_speculative_tokens_per_batch_size"]
     )
-    assert schedule == [(1, 2, 4), (3, 4, 2), (5, 1024, 0)]
+    assert schedule == [tuple(r) for r in SD_DYN_SCHEDULES[name]]
     # the scheduler's own lookup (it validates the schedule as the engine does at start)
     max_seqs = args.max_num_seqs or 256
     lookup = build_dynamic_sd_schedule_lookup(schedule, max_seqs, config["num_speculative_tokens"])
-    assert lookup[1:6] == [4, 4, 2, 2, 0] and lookup[-1] == 0
+    expected = {
+        "cpu": [4, 4, 4, 4, 2],
+        "gpu-1x": [4, 4, 2, 2, 1],
+        "gpu-2x": [4, 4, 2, 2, 1],
+    }[name]
+    assert lookup[1:6] == expected and lookup[-1] == expected[-1]
