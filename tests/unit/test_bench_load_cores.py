@@ -269,13 +269,15 @@ def test_the_report_names_the_cores_only_when_they_differ():
     same = [{**r, "cores": {"draft": "0", "base": "1"}} for r in records]
     text = render_modes_markdown(summarise_cells(same))
     assert "| 1 | sd | 2/2 [" in text  # no column
-    assert "Every cell's servers ran on the same cores: draft 0, base 1" in text
+    assert "Every cell's servers ran on the same cores: draft 0, base 1." in text
+    assert "not known" not in text  # the `?` legend only where a `?` is shown
     mixed = [{**r, "cores": {"base": "0-1"}} if r["mode"] == "sd" else r for r in same]
     text = render_modes_markdown(summarise_cells(mixed))
     assert "| load | mode | cores | right [95%] |" in text
     assert "| 1 | base | draft 0, base 1 | 2/2 [" in text and "| 1 | sd | base 0-1 | 2/2 [" in text
     unknown = [{**r, "cores": {"draft": None, "base": None}} for r in records]
-    assert "draft ?, base ?" in render_modes_markdown(summarise_cells(unknown))
+    shown = render_modes_markdown(summarise_cells(unknown))
+    assert "same cores: draft ?, base ? (`?`: not known)." in shown
     assert "cores" not in render_modes_markdown(summarise_cells(records))  # older folders
 
 

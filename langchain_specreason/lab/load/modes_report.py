@@ -185,10 +185,11 @@ def render_modes_markdown(summary: Mapping[str, Any], meta: Mapping[str, Any] | 
             f"{fmt(r['goodput_per_min'], '.2f')} | {speed} | "
             f"{fmt(vs.get('wall_ratio'), '.2f', '×')} | {r['failures']} |"
         )
+    unknown = " (`?`: not known)" if any("?" in k for k in kinds) else ""
     if by_cell:
-        out += ["", "Cores: the CPU cores each server of the cell's block ran on (`?`: not known)."]
+        out += ["", f"Cores: the CPU cores each server of the cell's block ran on{unknown}."]
     elif kinds and kinds[0] != "–":
-        out += ["", f"Every cell's servers ran on the same cores: {kinds[0]} (`?`: not known)."]
+        out += ["", f"Every cell's servers ran on the same cores: {kinds[0]}{unknown}."]
     out += [
         "",
         "The servers' own counters over each cell (`/metrics` before and after; their "
