@@ -14,7 +14,7 @@ from langchain_specreason.arbitrage.router import RouterJudge, shifted
 from langchain_specreason.endpoint import ChatRequest
 from langchain_specreason.judges.base import StepContext
 from langchain_specreason.judges.learned import LogisticModel
-from langchain_specreason.lab.training.frozen import head_rows, linear_p
+from langchain_specreason.lab.training.frozen import head_p, head_rows
 from langchain_specreason.lab.training.labels_file import load_labels
 from langchain_specreason.lab.training.settings import TrainSettings
 from langchain_specreason.lab.training.train import (
@@ -42,10 +42,18 @@ def test_the_bias_free_head_and_its_offset_score_as_the_fit(x, clipped):
     keep, escalate, offset = head_rows(MODEL)
     assert keep == [0.0, 0.0, 0.0]
     z = sum(w * v for w, v in zip(escalate, x, strict=True)) + offset
-    assert 1 / (1 + math.exp(-z)) == pytest.approx(linear_p(MODEL, x), rel=1e-12)
+    p = head_p(escalate, offset, x)
+    assert 1 / (1 + math.exp(-z)) == pytest.approx(p, rel=1e-12)
+    # the fit's own linear logit (of keeping the step), standardised, unclipped: the folded
+    # head must read the same
+    fit = MODEL.bias + sum(
+        w * (v - m) / s
+        for w, v, m, s in zip(MODEL.weights, x, MODEL.means, MODEL.scales, strict=True)
+    )
+    assert p == pytest.approx(1 / (1 + math.exp(fit)), rel=1e-12)
     # the model's own probability is of keeping the step; within its clip (6 standard
     # deviations) the two sum to one, beyond it only the linear head's reading holds
-    same = linear_p(MODEL, x) == pytest.approx(1 - MODEL.predict(x), rel=1e-9)
+    same = p == pytest.approx(1 - MODEL.predict(x), rel=1e-9)
     assert same is not clipped
 
 

@@ -112,18 +112,12 @@ def hidden_states(
     return [known[k] for k in keys]
 
 
-def linear_p(model: Any, x: Sequence[float]) -> float:
-    """``P(escalate)`` by a logistic model fitted with escalate as its "harmful" class.
-
-    ``model``: a :class:`~langchain_specreason.judges.learned.LogisticModel`; read as the saved
-    head reads it (:func:`head_rows`, :func:`head_p`), without the fit's clip (see the module).
-    """
-    _keep, escalate, offset = head_rows(model)
-    return head_p(escalate, offset, x)
-
-
 def head_p(escalate: Sequence[float], offset: float, x: Sequence[float]) -> float:
-    """``P(escalate)`` of the saved head: ``sigmoid(escalate . x + offset)`` (keep row zero)."""
+    """``P(escalate)`` of the saved head: ``sigmoid(escalate . x + offset)`` (keep row zero).
+
+    ``escalate`` and ``offset`` from :func:`head_rows`; the fit's clip is not applied (see the
+    module).
+    """
     z = offset + math.fsum(w * v for w, v in zip(escalate, x, strict=True))
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
@@ -277,7 +271,6 @@ __all__ = [
     "head_p",
     "head_rows",
     "hidden_states",
-    "linear_p",
     "texts_of",
     "train_frozen",
 ]
